@@ -1,0 +1,45 @@
+/* Element types the core understands, and PyTorch's type-promotion lattice.
+ * The enum is append-only; tables indexed by it are checked against
+ * TT_DTYPE_COUNT at compile time. */
+#ifndef TT_CORE_DTYPE_H
+#define TT_CORE_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+  TT_BOOL = 0,
+  TT_U8,
+  TT_I8,
+  TT_I16,
+  TT_I32,
+  TT_I64,
+  TT_F16,
+  TT_BF16,
+  TT_F32,
+  TT_F64,
+  TT_U32, /* internal only (random bits); never a torch dtype */
+  TT_U64, /* internal only (rng state) */
+  TT_DTYPE_COUNT
+} tt_dtype;
+
+#define TT_MAX_DIMS 8
+
+size_t tt_dtype_size(tt_dtype dt);
+const char *tt_dtype_name(tt_dtype dt);      /* "float32" */
+const char *tt_dtype_mlir(tt_dtype dt);      /* "f32", "i1", "ui8" */
+bool tt_dtype_is_floating(tt_dtype dt);
+bool tt_dtype_is_integral(tt_dtype dt);      /* excludes bool */
+bool tt_dtype_is_signed(tt_dtype dt);
+
+/* torch.promote_types */
+tt_dtype tt_promote(tt_dtype a, tt_dtype b);
+
+/* Category for result_type: 0 bool, 1 integral, 2 floating. */
+int tt_dtype_category(tt_dtype dt);
+
+/* torch.can_cast(from, to): the rule in-place and out= results obey. */
+bool tt_can_cast(tt_dtype from, tt_dtype to);
+
+#endif

@@ -1,0 +1,112 @@
+/* The PJRT runtime: loads a plugin, owns one client, moves bytes, compiles
+ * StableHLO text, launches executables. The only file that touches the PJRT
+ * ABI structs is runtime.c (through pjrt_abi.h); everything above uses this
+ * header.
+ *
+ * Thread safety: every function may be called from any thread. Objects are
+ * reference-counted where noted; *_release accepts NULL. */
+#ifndef TT_PJRT_RUNTIME_H
+#define TT_PJRT_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+typedef struct tt_runtime tt_runtime;
+typedef struct tt_buffer tt_buffer;         /* ref-counted device array */
+typedef struct tt_executable tt_executable; /* ref-counted loaded executable */
+
+/* ---------------------------------------------------------------- runtime */
+
+/* Finds the plugin to load: $TORCH_TPU_PJRT_PLUGIN if set; else libtpu's
+ * libtpu.so if that package is importable from the current Python's
+ * site-packages; else the xla-cpu-pjrt package's xla_cpu_pjrt.so. Writes the
+ * path into out (size out_size). search_dirs: NULL-terminated list of
+ * site-packages directories to look in (the Python layer passes sys.path). */
+tt_error *tt_runtime_find_plugin(const char *const *search_dirs, char *out, size_t out_size);
+
+/* Loads the plugin at plugin_path, checks its API version (refuses < 0.57
+ * with a message naming both versions), initializes it and creates a client.
+ * num_cpu_devices is passed as cpu_device_count to CPU plugins (ignored by
+ * others). On success *out owns the plugin handle and client. */
+tt_error *tt_runtime_open(const char *plugin_path, int num_cpu_devices, tt_runtime **out);
+
+/* Waits for pending work, destroys the client. Accepts NULL. */
+void tt_runtime_close(tt_runtime *rt);
+
+int tt_runtime_device_count(const tt_runtime *rt);       /* addressable devices */
+const char *tt_runtime_platform_name(const tt_runtime *rt); /* "cpu", "cuda", "tpu" */
+const char *tt_runtime_device_kind(const tt_runtime *rt, int device); /* human name */
+void tt_runtime_api_version(const tt_runtime *rt, int *major, int *minor);
+/* Identifies the exact plugin build for cache keys: file size + content hash
+ * + API version + xla_version attribute when reported. Stable across runs. */
+const char *tt_runtime_fingerprint(const tt_runtime *rt);
+/* Plugin attributes such as "stablehlo_current_version"; NULL if absent. */
+const char *tt_runtime_attribute(const tt_runtime *rt, const char *name);
+
+/* Blocks until every execution and transfer launched so far has finished;
+ * returns the first asynchronous error that occurred since the last call. */
+tt_error *tt_runtime_synchronize(tt_runtime *rt);
+
+/* ---------------------------------------------------------------- buffers */
+
+/* Copies host data (row-major, dense, dtype elements) to a new device array
+ * of the given dims on `device`. The host memory may be reused as soon as
+ * this returns. ndim may be 0 (a scalar). */
+tt_error *tt_buffer_from_host(tt_runtime *rt, int device, tt_dtype dtype, const int64_t *dims,
+                              int ndim, const void *data, tt_buffer **out);
+
+/* Copies the whole array to host memory (dst must hold tt_buffer_nbytes
+ * bytes); waits for the data to be ready. */
+tt_error *tt_buffer_to_host(tt_buffer *buf, void *dst, size_t dst_size);
+
+/* Copies the array to another device of the same client. */
+tt_error *tt_buffer_copy_to_device(tt_buffer *buf, int device, tt_buffer **out);
+
+/* Blocks until the buffer's defining computation finished. */
+tt_error *tt_buffer_await(tt_buffer *buf);
+
+tt_buffer *tt_buffer_retain(tt_buffer *buf);
+void tt_buffer_release(tt_buffer *buf);
+tt_dtype tt_buffer_dtype(const tt_buffer *buf);
+int tt_buffer_ndim(const tt_buffer *buf);
+const int64_t *tt_buffer_dims(const tt_buffer *buf);
+int64_t tt_buffer_numel(const tt_buffer *buf);
+size_t tt_buffer_nbytes(const tt_buffer *buf);
+int tt_buffer_device(const tt_buffer *buf);
+
+/* ---------------------------------------------------------- executables */
+
+typedef struct {
+  int optimization_level; /* 0..3; recorded for the cache key; passed where the plugin supports it */
+  bool portable;          /* compile_portable_executable: run on any device */
+} tt_compile_options;
+
+/* Compiles a StableHLO module given as MLIR text. The plugin's diagnostic is
+ * returned in a TT_ERR_COMPILE error. */
+tt_error *tt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                     const tt_compile_options *options, tt_executable **out);
+
+int tt_executable_num_outputs(const tt_executable *exe);
+tt_executable *tt_executable_retain(tt_executable *exe);
+void tt_executable_release(tt_executable *exe);
+
+/* Launches exe on `device` with `args` (borrowed; the runtime keeps them
+ * alive as long as the launch needs them). Writes num_outputs new buffers to
+ * outs (caller owns them). Returns as soon as the launch is enqueued;
+ * asynchronous failures surface from tt_runtime_synchronize or when an
+ * output is read. Arguments the program marks with tf.aliasing_output are
+ * donated: the caller must not use those buffers afterwards. */
+tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
+                     tt_buffer **outs, int num_outs);
+
+/* Serializes a compiled executable to bytes (malloc'd, caller frees) and
+ * back. Needed by the persistent cache. */
+tt_error *tt_executable_serialize(tt_executable *exe, void **bytes, size_t *size);
+tt_error *tt_executable_deserialize(tt_runtime *rt, const void *bytes, size_t size,
+                                    tt_executable **out);
+
+#endif
