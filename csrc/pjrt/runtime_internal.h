@@ -1,0 +1,104 @@
+/* Shared between runtime.c and runtime_buffers.c; not part of the public
+ * interface (runtime.h). The last section holds test/benchmark hooks used by
+ * tests/c/test_runtime.c. */
+#ifndef TT_PJRT_RUNTIME_INTERNAL_H
+#define TT_PJRT_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "pjrt/pjrt_abi.h"
+#include "pjrt/runtime.h"
+
+typedef struct {
+  char *name;
+  char *value;
+} tt_attr;
+
+struct tt_runtime {
+  atomic_int refs; /* 1 for the owner (dropped by close) + 1 per buffer/executable */
+  const PJRT_Api *api;
+  PJRT_Client *client;
+  char *path;
+  int api_major, api_minor;
+  int num_devices;
+  PJRT_Device **devices; /* addressable devices, client order */
+  char **device_kinds;
+  char *platform;
+  tt_attr *attrs;
+  int num_attrs;
+  /* Settings read on hot paths; atomics because tests and the host-layout
+   * fallback change them while other threads may be running. */
+  atomic_bool host_layout_ok;   /* ask ToHostBuffer for an explicit row-major layout */
+  atomic_bool cpu_direct;       /* CPU plugin: read device memory directly (see to_host) */
+  atomic_bool track_completion; /* request device completion events from Execute */
+
+  pthread_mutex_t lock; /* guards everything below */
+  PJRT_Event **pending; /* completion events not yet known to be finished */
+  size_t num_pending, cap_pending, next_reap;
+  tt_error *async_err; /* first asynchronous failure since the last synchronize */
+  char *fingerprint;   /* computed on first use */
+
+  atomic_long live_buffers, live_executables;
+};
+
+struct tt_buffer {
+  atomic_int refs;
+  int device;
+  tt_runtime *rt;
+  PJRT_Buffer *buf;
+  tt_dtype dtype;
+  int ndim;
+  int64_t dims[TT_MAX_DIMS];
+};
+
+struct tt_executable {
+  atomic_int refs;
+  int num_outputs;
+  int fixed_device; /* -1: portable, runs anywhere via execute_device */
+  bool out_known;   /* out_dtypes/out_ndims/out_dims are filled */
+  tt_runtime *rt;
+  PJRT_LoadedExecutable *exe;
+  tt_dtype *out_dtypes;
+  int *out_ndims;
+  int64_t (*out_dims)[TT_MAX_DIMS];
+};
+
+/* Converts a PJRT error into a tt_error (plugin message kept, prefixed by
+ * `what`) and destroys it. NULL in, NULL out. RESOURCE_EXHAUSTED becomes
+ * TT_ERR_OUT_OF_MEMORY unless code is TT_ERR_COMPILE. */
+tt_error *tt_pjrt_error(const PJRT_Api *api, PJRT_Error *err, tt_error_code code,
+                        const char *what);
+void tt_pjrt_event_destroy(const PJRT_Api *api, PJRT_Event *ev);
+/* Waits for ev, destroys it, returns its error. */
+tt_error *tt_pjrt_await(const PJRT_Api *api, PJRT_Event *ev, tt_error_code code,
+                        const char *what);
+/* Hands ev to the runtime's pending list (awaited by synchronize). */
+void tt_runtime_track_event(tt_runtime *rt, PJRT_Event *ev);
+
+void tt_runtime_retain_internal(tt_runtime *rt);
+void tt_runtime_release_internal(tt_runtime *rt);
+
+PJRT_Buffer_Type tt_pjrt_type_of(tt_dtype dt);
+/* Returns false for element types we have no tt_dtype for. */
+bool tt_dtype_of_pjrt(PJRT_Buffer_Type t, tt_dtype *out);
+
+/* Wraps a freshly created PJRT buffer (takes ownership; destroys it on failure). */
+tt_error *tt_buffer_wrap(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_dtype dtype, int ndim,
+                         const int64_t *dims, tt_buffer **out);
+
+/* ------------------------------------------------------ test/bench hooks */
+
+/* Live tt_buffer / tt_executable objects created through rt, and completion
+ * events still on its pending list. */
+void tt_runtime_debug_counts(tt_runtime *rt, long *buffers, long *executables,
+                             size_t *pending_events);
+/* Whether tt_execute asks the plugin for device completion events (default
+ * true). Without them tt_runtime_synchronize cannot wait for executions;
+ * failures then surface only when outputs are read. Benchmark knob. */
+void tt_runtime_set_track_completion(tt_runtime *rt, bool on);
+/* Turns the CPU direct-read shortcut of tt_buffer_to_host off or (where
+ * possible) on; returns the previous setting. Test knob. */
+bool tt_runtime_set_cpu_direct_read(tt_runtime *rt, bool on);
+
+#endif
