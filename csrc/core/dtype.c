@@ -43,9 +43,9 @@ int tt_dtype_category(tt_dtype dt) {
 /* PyTorch's promotion lattice for the torch dtypes we support. Row/column
  * order: b1 u1 i1 i2 i4 i8 f2 bf f4 f8. */
 tt_dtype tt_promote(tt_dtype a, tt_dtype b) {
-  enum { b1 = TT_BOOL, u1 = TT_U8, i1 = TT_I8, i2 = TT_I16, i4 = TT_I32, i8 = TT_I64,
-         f2 = TT_F16, bf = TT_BF16, f4 = TT_F32, f8 = TT_F64 };
-  static const tt_dtype table[10][10] = {
+  const tt_dtype b1 = TT_BOOL, u1 = TT_U8, i1 = TT_I8, i2 = TT_I16, i4 = TT_I32, i8 = TT_I64,
+                 f2 = TT_F16, bf = TT_BF16, f4 = TT_F32, f8 = TT_F64;
+  const tt_dtype table[10][10] = {
       /* b1 */ {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8},
       /* u1 */ {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8},
       /* i1 */ {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8},
@@ -65,4 +65,89 @@ bool tt_can_cast(tt_dtype from, tt_dtype to) {
   if (tt_dtype_is_floating(from) && !tt_dtype_is_floating(to)) return false;
   if (from != TT_BOOL && to == TT_BOOL) return false;
   return true;
+}
+
+#include <math.h>
+#include <string.h>
+
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static float f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static uint16_t f32_to_bf16(float f) {
+  uint32_t u = f32_bits(f);
+  if (isnan(f)) return 0x7FC0;
+  u += 0x7FFF + ((u >> 16) & 1); /* round to nearest even */
+  return (uint16_t)(u >> 16);
+}
+
+/* IEEE half from double, round-to-nearest-even, with subnormals. */
+static uint16_t double_to_f16(double d) {
+  uint16_t sign = signbit(d) ? 0x8000 : 0;
+  if (isnan(d)) return 0x7E00;
+  d = fabs(d);
+  if (isinf(d) || d >= 65520.0) return sign | 0x7C00;
+  if (d < 0x1p-25) return sign;
+  int exp;
+  double mant = frexp(d, &exp); /* d = mant * 2^exp, mant in [0.5,1) */
+  int e = exp - 1;             /* d = (2*mant) * 2^e */
+  if (e < -14) {               /* subnormal: value / 2^-24 */
+    double q = d / 0x1p-24;
+    double r = nearbyint(q);
+    return sign | (uint16_t)r;
+  }
+  double frac = (2.0 * mant - 1.0) * 1024.0;
+  double r = nearbyint(frac);
+  int biased = e + 15;
+  if (r >= 1024.0) {
+    r = 0;
+    biased++;
+  }
+  if (biased >= 31) return sign | 0x7C00;
+  return sign | (uint16_t)(biased << 10) | (uint16_t)r;
+}
+
+static double f16_to_double(uint16_t h) {
+  int sign = h >> 15, e = (h >> 10) & 0x1F, m = h & 0x3FF;
+  double v;
+  if (e == 0) v = ldexp(m, -24);
+  else if (e == 31) v = m ? NAN : INFINITY;
+  else v = ldexp(m + 1024, e - 25);
+  return sign ? -v : v;
+}
+
+uint64_t tt_float_bits(tt_dtype dt, double value) {
+  switch (dt) {
+    case TT_F64: {
+      uint64_t u;
+      memcpy(&u, &value, sizeof u);
+      return u;
+    }
+    case TT_F32: return f32_bits((float)value);
+    case TT_BF16: return f32_to_bf16((float)value);
+    case TT_F16: return double_to_f16(value);
+    default: assert(!"tt_float_bits on a non-float dtype"); return 0;
+  }
+}
+
+double tt_float_from_bits(tt_dtype dt, uint64_t bits) {
+  switch (dt) {
+    case TT_F64: {
+      double d;
+      memcpy(&d, &bits, sizeof d);
+      return d;
+    }
+    case TT_F32: return f32_from_bits((uint32_t)bits);
+    case TT_BF16: return f32_from_bits((uint32_t)bits << 16);
+    case TT_F16: return f16_to_double((uint16_t)bits);
+    default: return 0;
+  }
 }

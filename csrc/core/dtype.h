@@ -42,4 +42,10 @@ int tt_dtype_category(tt_dtype dt);
 /* torch.can_cast(from, to): the rule in-place and out= results obey. */
 bool tt_can_cast(tt_dtype from, tt_dtype to);
 
+/* Bit pattern of `value` rounded to float dtype dt (f16, bf16, f32, f64),
+ * round-to-nearest-even; used to print exact constants. */
+uint64_t tt_float_bits(tt_dtype dt, double value);
+/* Inverse: the value of a bit pattern of float dtype dt. */
+double tt_float_from_bits(tt_dtype dt, uint64_t bits);
+
 #endif

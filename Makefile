@@ -1,0 +1,89 @@
+# torch_tpu build and entry points. `make demo` and `make test` set up
+# everything themselves: the .venv, torch 2.13.0 (CPU wheel), the PJRT CPU
+# plugin, the C core and the extension.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEPS_STAMP := $(VENV)/.deps-stamp
+BUILD := build
+
+CC := gcc
+CXX := g++
+CFLAGS := -std=c11 -O2 -g -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -Icsrc -MMD -MP
+CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wno-unused-parameter -Icsrc -MMD -MP \
+            -DTORCH_EXTENSION_NAME=_C -DTORCH_API_INCLUDE_EXTENSION_H
+
+CORE_SRCS := $(sort $(wildcard csrc/core/*.c csrc/pjrt/*.c csrc/shlo/*.c csrc/ops/*.c \
+                                csrc/graph/*.c csrc/cache/*.c))
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
+CXX_SRCS := $(sort $(wildcard csrc/torch/*.cpp))
+CXX_OBJS := $(CXX_SRCS:%.cpp=$(BUILD)/%.o)
+CORE_LIB := $(BUILD)/libtt_core.a
+EXTENSION := torch_tpu/_C.so
+TORCH_FLAGS := $(BUILD)/torch_flags.mk
+
+.PHONY: all build venv test test-c test-python demo bench clean
+
+all: build
+
+venv: $(DEPS_STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(DEPS_STAMP): requirements.txt | $(PY)
+	$(PY) -m pip install --disable-pip-version-check -q torch==2.13.0 -r requirements.txt
+	$(PY) -c "import site,os; open(os.path.join(site.getsitepackages()[0],'torch_tpu_dev.pth'),'w').write(os.getcwd()+'\\n')"
+	touch $@
+
+# Compiler flags for the torch headers/libraries, computed once from the venv.
+$(TORCH_FLAGS): $(DEPS_STAMP) tools/torch_flags.py
+	@mkdir -p $(BUILD)
+	$(PY) tools/torch_flags.py > $@
+
+-include $(TORCH_FLAGS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/csrc/torch/%.o: csrc/torch/%.cpp $(TORCH_FLAGS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(TORCH_CXXFLAGS) -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJS)
+	ar rcs $@ $^
+
+$(EXTENSION): $(CXX_OBJS) $(CORE_LIB)
+	$(CXX) -shared -o $@ $(CXX_OBJS) $(CORE_LIB) $(TORCH_LDFLAGS) -ldl -lpthread
+
+build: $(DEPS_STAMP) $(EXTENSION) $(BUILD)/test_runtime $(BUILD)/test_core
+
+$(BUILD)/test_runtime: tests/c/test_runtime.c $(CORE_LIB)
+	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
+
+$(BUILD)/test_core: tests/c/test_core.c $(CORE_LIB)
+	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
+
+PLUGIN = $(shell $(PY) -c "import os,xla_plugins; print(os.path.join(list(xla_plugins.__path__)[0],'xla_cpu_pjrt','xla_cpu_pjrt.so'))")
+
+test-c: build
+	$(BUILD)/test_core $(PLUGIN)
+	$(BUILD)/test_runtime $(PLUGIN)
+
+test-python: build
+	$(PY) -m pytest -q tests/python
+
+test: test-c test-python
+
+demo: build
+	$(PY) examples/train_char_gpt.py
+
+bench: build
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(BUILD) $(EXTENSION)
+
+-include $(CORE_OBJS:.o=.d) $(CXX_OBJS:.o=.d)

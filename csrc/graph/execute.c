@@ -1,0 +1,321 @@
+#include "graph/execute.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/compile_cache.h"
+#include "graph/core.h"
+#include "graph/storage.h"
+
+static _Atomic int optimization_level = 1;
+static _Atomic uint64_t n_run, n_declined, n_missing;
+
+void tt_set_optimization_level(int level) { atomic_store(&optimization_level, level); }
+
+tt_exec_stats tt_get_exec_stats(void) {
+  return (tt_exec_stats){atomic_load(&n_run), atomic_load(&n_declined), atomic_load(&n_missing)};
+}
+
+/* ------------------------------------------------------------ cache key */
+
+typedef struct {
+  unsigned char *data;
+  size_t len, cap;
+  unsigned char inline_buf[2048];
+} key_buf;
+
+static void key_put(key_buf *k, const void *p, size_t n) {
+  if (k->len + n > k->cap) {
+    size_t cap = k->cap * 2;
+    while (cap < k->len + n) cap *= 2;
+    unsigned char *d = k->data == k->inline_buf ? malloc(cap) : realloc(k->data, cap);
+    if (!d) abort();
+    if (k->data == k->inline_buf) memcpy(d, k->inline_buf, k->len);
+    k->data = d;
+    k->cap = cap;
+  }
+  memcpy(k->data + k->len, p, n);
+  k->len += n;
+}
+
+#define KEY_VAL(k, v)            \
+  do {                           \
+    __typeof__(v) kv_ = (v);     \
+    key_put((k), &kv_, sizeof kv_); \
+  } while (0)
+
+/* Index of the first earlier tensor sharing `s` (programs differ when two
+ * arguments alias one storage), or -1. */
+static int32_t alias_index(tt_storage **seen, int n_seen, tt_storage *s) {
+  for (int i = 0; i < n_seen; i++)
+    if (seen[i] == s) return i;
+  return -1;
+}
+
+static void key_tensor(key_buf *k, const tt_tensor_ref *r, tt_storage ***seen, int *n_seen,
+                       int *cap_seen) {
+  if (!r) {
+    KEY_VAL(k, (uint8_t)0xEE);
+    return;
+  }
+  KEY_VAL(k, (uint8_t)r->dtype);
+  KEY_VAL(k, (uint8_t)r->ndim);
+  if (!r->storage) {
+    KEY_VAL(k, (uint8_t)(2 + r->wrapped_number));
+    return;
+  }
+  KEY_VAL(k, (uint8_t)1);
+  key_put(k, r->sizes, sizeof(int64_t) * (size_t)r->ndim);
+  key_put(k, r->strides, sizeof(int64_t) * (size_t)r->ndim);
+  KEY_VAL(k, r->offset);
+  KEY_VAL(k, (uint64_t)r->storage->nbytes);
+  KEY_VAL(k, alias_index(*seen, *n_seen, r->storage));
+  if (*n_seen == *cap_seen) {
+    *cap_seen = *cap_seen ? *cap_seen * 2 : 16;
+    *seen = realloc(*seen, (size_t)*cap_seen * sizeof **seen);
+    if (!*seen) abort();
+  }
+  (*seen)[(*n_seen)++] = r->storage;
+}
+
+static void build_key(key_buf *k, const char *op_name, const tt_arg *args, int nargs,
+                      bool returns_written) {
+  key_put(k, op_name, strlen(op_name) + 1);
+  KEY_VAL(k, (uint8_t)returns_written);
+  KEY_VAL(k, (uint8_t)atomic_load(&optimization_level));
+  tt_storage **seen = NULL;
+  int n_seen = 0, cap_seen = 0;
+  for (int i = 0; i < nargs; i++) {
+    const tt_arg *a = &args[i];
+    KEY_VAL(k, (uint8_t)a->kind);
+    KEY_VAL(k, (uint8_t)(a->written | (a->resizable << 1)));
+    switch (a->kind) {
+      case TT_ARG_TENSOR: key_tensor(k, a->u.tensor, &seen, &n_seen, &cap_seen); break;
+      case TT_ARG_TENSOR_LIST:
+        KEY_VAL(k, a->count);
+        for (int j = 0; j < a->count; j++) key_tensor(k, a->u.tensors[j], &seen, &n_seen, &cap_seen);
+        break;
+      case TT_ARG_INT: case TT_ARG_LAYOUT: case TT_ARG_MEMORY_FORMAT: KEY_VAL(k, a->u.i); break;
+      case TT_ARG_DEVICE: break; /* programs are portable across devices */
+      case TT_ARG_DOUBLE: KEY_VAL(k, a->u.d); break;
+      case TT_ARG_BOOL: KEY_VAL(k, (uint8_t)a->u.b); break;
+      case TT_ARG_DTYPE: KEY_VAL(k, (uint8_t)a->u.dtype); break;
+      case TT_ARG_STRING: key_put(k, a->u.str, strlen(a->u.str) + 1); break;
+      case TT_ARG_SCALAR: KEY_VAL(k, (uint8_t)a->u.s.kind); break;
+      case TT_ARG_INT_LIST:
+        KEY_VAL(k, a->count);
+        key_put(k, a->u.ints, sizeof(int64_t) * (size_t)a->count);
+        break;
+      case TT_ARG_DOUBLE_LIST:
+        KEY_VAL(k, a->count);
+        key_put(k, a->u.doubles, sizeof(double) * (size_t)a->count);
+        break;
+      case TT_ARG_BOOL_LIST:
+        KEY_VAL(k, a->count);
+        for (int j = 0; j < a->count; j++) KEY_VAL(k, (uint8_t)a->u.bools[j]);
+        break;
+      case TT_ARG_SCALAR_LIST:
+        KEY_VAL(k, a->count);
+        for (int j = 0; j < a->count; j++) KEY_VAL(k, (uint8_t)a->u.scalars[j].kind);
+        break;
+      case TT_ARG_NONE: case TT_ARG_GENERATOR: case TT_ARG_OTHER: break;
+    }
+  }
+  free(seen);
+}
+
+/* ------------------------------------------------------------ compile */
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void dump_program(const char *op_name, const char *text) {
+  const char *dir = getenv("TORCH_TPU_DUMP_DIR");
+  if (!dir || !*dir || !text) return;
+  static _Atomic int counter;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%05d_%s.mlir", dir, atomic_fetch_add(&counter, 1), op_name);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static tt_error *compile_program(const char *op_name, tt_lower_fn fn, tt_arg *args, int nargs,
+                                 bool returns_written, tt_program **out) {
+  double t0 = now_seconds();
+  tt_program *p = NULL;
+  TT_TRY(tt_program_build(op_name, fn, args, nargs, returns_written, &p));
+  if (p->declined || p->n_resize) {
+    *out = p;
+    return NULL;
+  }
+  dump_program(op_name, p->text);
+  tt_compile_options opts = {atomic_load(&optimization_level), true};
+  tt_error *err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &p->exe);
+  if (err) {
+    if (getenv("TORCH_TPU_DEBUG_PROGRAMS")) fprintf(stderr, "%s\n", p->text);
+    tt_program_free(p);
+    return tt_error_wrap(err, "compiling %s: ", op_name);
+  }
+  p->compile_seconds = now_seconds() - t0;
+  *out = p;
+  return NULL;
+}
+
+/* ------------------------------------------------------------ run */
+
+static const tt_tensor_ref *plan_ref(const tt_arg *args, int arg, int elem) {
+  const tt_arg *a = &args[arg];
+  if (a->kind == TT_ARG_TENSOR) return a->u.tensor;
+  if (a->kind == TT_ARG_TENSOR_LIST && elem >= 0 && elem < a->count) return a->u.tensors[elem];
+  return NULL;
+}
+
+/* Host bytes of a scalar argument converted to dt. */
+static void scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned char out[8]) {
+  const tt_arg *a = &args[pp->arg];
+  double f = 0;
+  int64_t i = 0;
+  bool is_float = false;
+  if (a->kind == TT_ARG_TENSOR) {
+    const tt_tensor_ref *r = plan_ref(args, pp->arg, pp->elem);
+    is_float = tt_dtype_is_floating(r->dtype);
+    f = r->value_f;
+    i = r->value_i;
+  } else {
+    tt_scalar s = {TT_SCALAR_INT, 0, 0};
+    if (a->kind == TT_ARG_SCALAR) s = a->u.s;
+    else if (a->kind == TT_ARG_SCALAR_LIST) s = a->u.scalars[pp->elem];
+    else if (a->kind == TT_ARG_DOUBLE) s = (tt_scalar){TT_SCALAR_FLOAT, 0, a->u.d};
+    else if (a->kind == TT_ARG_DOUBLE_LIST) s = (tt_scalar){TT_SCALAR_FLOAT, 0, a->u.doubles[pp->elem]};
+    else if (a->kind == TT_ARG_INT) s = (tt_scalar){TT_SCALAR_INT, a->u.i, 0};
+    else if (a->kind == TT_ARG_INT_LIST) s = (tt_scalar){TT_SCALAR_INT, a->u.ints[pp->elem], 0};
+    else if (a->kind == TT_ARG_BOOL) s = (tt_scalar){TT_SCALAR_BOOL, a->u.b, 0};
+    is_float = s.kind == TT_SCALAR_FLOAT;
+    f = s.f;
+    i = s.i;
+  }
+  memset(out, 0, 8);
+  tt_dtype dt = pp->dtype;
+  if (tt_dtype_is_floating(dt)) {
+    uint64_t bits = tt_float_bits(dt, is_float ? f : (double)i);
+    memcpy(out, &bits, tt_dtype_size(dt)); /* little-endian */
+    return;
+  }
+  int64_t v = is_float ? (int64_t)f : i;
+  if (dt == TT_BOOL) v = is_float ? (f != 0) : (i != 0);
+  memcpy(out, &v, tt_dtype_size(dt));
+}
+
+static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *res) {
+  tt_runtime *rt = tt_core_runtime();
+  int np = p->n_params;
+  tt_buffer *stack_in[32], *stack_owned[32], *stack_out[16];
+  tt_buffer **in = np <= 32 ? stack_in : calloc((size_t)np, sizeof *in);
+  tt_buffer **owned = np <= 32 ? stack_owned : calloc((size_t)np, sizeof *owned);
+  tt_buffer **out = p->n_outs <= 16 ? stack_out : calloc((size_t)p->n_outs, sizeof *out);
+  tt_error *err = NULL;
+  if (!in || !owned || !out) {
+    err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory launching a program");
+    goto done;
+  }
+  memset(owned, 0, sizeof *owned * (size_t)np);
+  for (int i = 0; i < np && !err; i++) {
+    const tt_param_plan *pp = &p->params[i];
+    if (pp->kind == TT_PARAM_STORAGE) {
+      const tt_tensor_ref *r = plan_ref(args, pp->arg, pp->elem);
+      if (r->storage->device != device)
+        err = tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                           "Expected all tensors to be on the same device, but found at least "
+                           "two devices, tpu:%d and tpu:%d!", device, r->storage->device);
+      else err = tt_storage_ensure(r->storage, pp->dtype, &in[i]);
+    } else if (pp->kind == TT_PARAM_SCALAR) {
+      unsigned char bytes[8];
+      scalar_bytes(args, pp, bytes);
+      err = tt_buffer_from_host(rt, device, pp->dtype, NULL, 0, bytes, &owned[i]);
+      in[i] = owned[i];
+    } else {
+      uint64_t state[2];
+      int64_t two = 2;
+      tt_core_next_rng_state(device, state);
+      err = tt_buffer_from_host(rt, device, TT_U64, &two, 1, state, &owned[i]);
+      in[i] = owned[i];
+    }
+  }
+  if (!err) err = tt_execute(p->exe, device, in, np, out, p->n_outs);
+  if (err) goto done;
+  int n_new = 0;
+  for (int k = 0; k < p->n_outs; k++) n_new += p->outs[k].kind == TT_OUT_NEW;
+  res->news = n_new ? calloc((size_t)n_new, sizeof *res->news) : NULL;
+  res->n_new = 0;
+  for (int k = 0; k < p->n_outs; k++) {
+    const tt_output_plan *op = &p->outs[k];
+    if (op->kind == TT_OUT_WRITE) {
+      tt_storage_set_buffer(plan_ref(args, op->arg, op->elem)->storage, out[k]);
+    } else if (res->news) {
+      tt_new_tensor *t = &res->news[res->n_new++];
+      t->dtype = op->shape.dtype;
+      t->ndim = op->shape.ndim;
+      memcpy(t->sizes, op->shape.dims, sizeof t->sizes);
+      t->buffer = out[k];
+    } else {
+      tt_buffer_release(out[k]);
+    }
+  }
+done:
+  for (int i = 0; i < np && owned; i++) tt_buffer_release(owned[i]);
+  if (in != stack_in) free(in);
+  if (owned != stack_owned) free(owned);
+  if (out != stack_out) free(out);
+  return err;
+}
+
+tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_written,
+                    int device, tt_op_result *res) {
+  memset(res, 0, sizeof *res);
+  tt_lower_fn fn = tt_lowering_find(op_name);
+  if (!fn) {
+    atomic_fetch_add(&n_missing, 1);
+    return tt_error_new(TT_ERR_NOT_IMPLEMENTED, "no lowering for aten::%s", op_name);
+  }
+  key_buf k = {.data = NULL, .len = 0, .cap = sizeof k.inline_buf};
+  k.data = k.inline_buf;
+  build_key(&k, op_name, args, nargs, returns_written);
+  tt_program *p = tt_cache_lookup(k.data, k.len);
+  tt_error *err = NULL;
+  if (!p) {
+    err = compile_program(op_name, fn, args, nargs, returns_written, &p);
+    if (!err && p->n_resize == 0)
+      p = tt_cache_insert(k.data, k.len, p, tt_program_free, p->compile_seconds);
+  }
+  if (k.data != k.inline_buf) free(k.data);
+  if (err) return err;
+  if (p->n_resize) { /* not cached: the retry has other shapes */
+    res->n_resize = p->n_resize;
+    res->resize = p->resize;
+    p->resize = NULL;
+    tt_program_free(p);
+    return tt_error_new(TT_ERR_NEEDS_RESIZE, "%s: out= arguments need resizing", op_name);
+  }
+  if (p->declined) {
+    atomic_fetch_add(&n_declined, 1);
+    return tt_error_new(p->declined, "%s", p->decline_message);
+  }
+  err = launch(p, args, device, res);
+  if (!err) atomic_fetch_add(&n_run, 1);
+  return err;
+}
+
+void tt_op_result_clear(tt_op_result *res) {
+  for (int i = 0; i < res->n_new; i++) tt_buffer_release(res->news[i].buffer);
+  free(res->news);
+  free(res->resize);
+  memset(res, 0, sizeof *res);
+}

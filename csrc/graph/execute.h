@@ -1,0 +1,44 @@
+/* Running one aten op natively: cache lookup, lowering and compile on a
+ * miss, parameter upload, launch, and writing results back into storages.
+ * This is the whole life of an op below the C++ boundary. */
+#ifndef TT_GRAPH_EXECUTE_H
+#define TT_GRAPH_EXECUTE_H
+
+#include "graph/program.h"
+
+typedef struct {
+  tt_dtype dtype;
+  int ndim;
+  int64_t sizes[TT_MAX_DIMS];
+  tt_buffer *buffer; /* owned by the result until taken */
+} tt_new_tensor;
+
+typedef struct {
+  int n_new;
+  tt_new_tensor *news;  /* the op's new tensors, in return order */
+  int n_resize;         /* on TT_ERR_NEEDS_RESIZE: out= args to resize first */
+  tt_output_plan *resize;
+} tt_op_result;
+
+/* Runs op_name ("add.Tensor") over args on `device`. On success the new
+ * tensors are in res (release with tt_op_result_clear) and mutated
+ * arguments' storages already hold their new buffers. Errors:
+ * TT_ERR_NOT_IMPLEMENTED when there is no lowering (or it declined): the
+ * caller may run the op on CPU; TT_ERR_NEEDS_RESIZE: resize res->resize
+ * destinations, then call again; anything else is a user-facing error. */
+tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_written,
+                    int device, tt_op_result *res);
+void tt_op_result_clear(tt_op_result *res);
+
+/* Compiles every program at this optimization level (recorded in keys). */
+void tt_set_optimization_level(int level);
+
+/* Counters, for torch_tpu.cache_stats() and tests. */
+typedef struct {
+  uint64_t ops_run;       /* native launches */
+  uint64_t ops_declined;  /* lowering declined: fell back */
+  uint64_t ops_missing;   /* no lowering registered */
+} tt_exec_stats;
+tt_exec_stats tt_get_exec_stats(void);
+
+#endif

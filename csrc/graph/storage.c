@@ -1,0 +1,131 @@
+#include "graph/storage.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/core.h"
+
+#define TT_MAX_DEVICES 64
+
+static _Atomic int64_t allocated[TT_MAX_DEVICES];
+static _Atomic int64_t peak[TT_MAX_DEVICES];
+
+static int clamp_device(int device) {
+  return device < 0 ? 0 : (device >= TT_MAX_DEVICES ? TT_MAX_DEVICES - 1 : device);
+}
+
+static void count(int device, int64_t delta) {
+  device = clamp_device(device);
+  int64_t now = atomic_fetch_add(&allocated[device], delta) + delta;
+  int64_t p = atomic_load(&peak[device]);
+  while (now > p && !atomic_compare_exchange_weak(&peak[device], &p, now)) {
+  }
+}
+
+int64_t tt_memory_allocated(int device) { return atomic_load(&allocated[clamp_device(device)]); }
+int64_t tt_memory_peak(int device) { return atomic_load(&peak[clamp_device(device)]); }
+void tt_memory_reset_peak(int device) {
+  device = clamp_device(device);
+  atomic_store(&peak[device], atomic_load(&allocated[device]));
+}
+
+tt_storage *tt_storage_new(int device, size_t nbytes) {
+  tt_storage *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->nbytes = nbytes;
+  s->device = device;
+  count(device, (int64_t)nbytes);
+  return s;
+}
+
+void tt_storage_free(tt_storage *s) {
+  if (!s) return;
+  count(s->device, -(int64_t)s->nbytes);
+  tt_buffer_release(s->buffer);
+  free(s);
+}
+
+void tt_storage_set_buffer(tt_storage *s, tt_buffer *buf) {
+  tt_buffer *old = s->buffer;
+  s->buffer = buf;
+  tt_buffer_release(old);
+}
+
+tt_error *tt_storage_read_bytes(tt_storage *s, void *dst, size_t nbytes) {
+  if (nbytes > s->nbytes) nbytes = s->nbytes;
+  if (!s->buffer) {
+    memset(dst, 0, nbytes);
+    return NULL;
+  }
+  size_t have = tt_buffer_nbytes(s->buffer);
+  if (have == nbytes) return tt_buffer_to_host(s->buffer, dst, nbytes);
+  char *tmp = malloc(have ? have : 1);
+  if (!tmp) return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory reading %zu bytes", have);
+  tt_error *err = tt_buffer_to_host(s->buffer, tmp, have);
+  if (!err) {
+    size_t n = have < nbytes ? have : nbytes;
+    memcpy(dst, tmp, n);
+    memset((char *)dst + n, 0, nbytes - n);
+  }
+  free(tmp);
+  return err;
+}
+
+tt_error *tt_storage_write_bytes(tt_storage *s, tt_dtype dtype, const void *src, size_t nbytes) {
+  size_t item = tt_dtype_size(dtype);
+  if (item == 0 || nbytes % item)
+    return tt_error_new(TT_ERR_TYPE, "storage of %zu bytes cannot hold %s elements", nbytes,
+                        tt_dtype_name(dtype));
+  tt_runtime *rt = tt_core_runtime();
+  if (!rt) return tt_error_new(TT_ERR_RUNTIME, "torch_tpu runtime is not initialized");
+  int64_t n = (int64_t)(nbytes / item);
+  tt_buffer *buf = NULL;
+  TT_TRY(tt_buffer_from_host(rt, s->device, dtype, &n, 1, src, &buf));
+  tt_storage_set_buffer(s, buf);
+  return NULL;
+}
+
+tt_error *tt_storage_ensure(tt_storage *s, tt_dtype dtype, tt_buffer **out) {
+  size_t item = tt_dtype_size(dtype);
+  if (item == 0 || s->nbytes % item)
+    return tt_error_new(TT_ERR_TYPE, "storage of %zu bytes cannot be read as %s", s->nbytes,
+                        tt_dtype_name(dtype));
+  int64_t n = (int64_t)(s->nbytes / item);
+  if (s->buffer && tt_buffer_dtype(s->buffer) == dtype && tt_buffer_numel(s->buffer) == n) {
+    *out = s->buffer;
+    return NULL;
+  }
+  /* Missing or reinterpreted: go through host bytes (rare: uninitialized
+   * memory, Tensor.view(dtype), untyped storage copies). */
+  void *bytes = calloc(1, s->nbytes ? s->nbytes : 1);
+  if (!bytes) return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", s->nbytes);
+  tt_error *err = tt_storage_read_bytes(s, bytes, s->nbytes);
+  if (!err) err = tt_storage_write_bytes(s, dtype, bytes, s->nbytes);
+  free(bytes);
+  if (err) return err;
+  *out = s->buffer;
+  return NULL;
+}
+
+tt_error *tt_storage_resize(tt_storage *s, size_t nbytes) {
+  if (nbytes == s->nbytes) return NULL;
+  if (!s->buffer) {
+    count(s->device, (int64_t)nbytes - (int64_t)s->nbytes);
+    s->nbytes = nbytes;
+    return NULL;
+  }
+  tt_dtype dt = tt_buffer_dtype(s->buffer);
+  size_t item = tt_dtype_size(dt);
+  if (nbytes % item) dt = TT_U8, item = 1;
+  char *bytes = calloc(1, nbytes ? nbytes : 1);
+  if (!bytes) return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", nbytes);
+  size_t keep = nbytes < s->nbytes ? nbytes : s->nbytes;
+  tt_error *err = tt_storage_read_bytes(s, bytes, keep);
+  if (!err) err = tt_storage_write_bytes(s, dt, bytes, nbytes);
+  free(bytes);
+  if (err) return err;
+  count(s->device, (int64_t)nbytes - (int64_t)s->nbytes);
+  s->nbytes = nbytes;
+  return NULL;
+}

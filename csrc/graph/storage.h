@@ -1,0 +1,51 @@
+/* Device storages: what a PyTorch StorageImpl's DataPtr points to.
+ *
+ * A storage owns at most one flat device array (tt_buffer). The array is
+ * created lazily by the first write and replaced wholesale by later writes,
+ * so every view of the storage sees the new contents through the same
+ * tt_storage. Like PyTorch tensors, one storage must not be written from two
+ * threads at once. */
+#ifndef TT_GRAPH_STORAGE_H
+#define TT_GRAPH_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "pjrt/runtime.h"
+
+struct tt_storage {
+  size_t nbytes;
+  int device;
+  tt_buffer *buffer; /* NULL until first written; 1-D of buffer's dtype */
+};
+typedef struct tt_storage tt_storage;
+
+/* Allocates the handle (no device memory yet) and counts nbytes as
+ * allocated on `device`. Returns NULL on host OOM. */
+tt_storage *tt_storage_new(int device, size_t nbytes);
+/* Releases the buffer and the handle; uncounts nbytes. Accepts NULL. */
+void tt_storage_free(tt_storage *s);
+
+/* Replaces the buffer (takes ownership of buf, releases the old one). */
+void tt_storage_set_buffer(tt_storage *s, tt_buffer *buf);
+
+/* Grows or shrinks nbytes keeping the common prefix of the contents. */
+tt_error *tt_storage_resize(tt_storage *s, size_t nbytes);
+
+/* Makes sure the storage holds a buffer of `dtype` with nbytes/itemsize
+ * elements: creates zeros if it has none, reinterprets the bytes (through
+ * the host) if it holds another dtype. Returns the buffer (borrowed). */
+tt_error *tt_storage_ensure(tt_storage *s, tt_dtype dtype, tt_buffer **out);
+
+/* Copies nbytes of raw storage bytes to host memory. */
+tt_error *tt_storage_read_bytes(tt_storage *s, void *dst, size_t nbytes);
+/* Replaces the whole contents with host bytes interpreted as dtype. */
+tt_error *tt_storage_write_bytes(tt_storage *s, tt_dtype dtype, const void *src, size_t nbytes);
+
+/* Memory accounting per device (bytes of live storages). */
+int64_t tt_memory_allocated(int device);
+int64_t tt_memory_peak(int device);
+void tt_memory_reset_peak(int device);
+
+#endif

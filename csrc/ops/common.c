@@ -1,0 +1,189 @@
+#include "ops/common.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Priority classes for result_type, as in c10's ResultTypeState. */
+enum { PRIO_DIM = 0, PRIO_ZERO_DIM = 1, PRIO_WRAPPED = 2 };
+
+static void result_update(tt_dtype *state, bool *set, tt_dtype dt) {
+  *state = *set ? tt_promote(*state, dt) : dt;
+  *set = true;
+}
+
+tt_dtype tt_result_type(const tt_lower_ctx *c, const int *args, int n) {
+  tt_dtype state[3] = {TT_BOOL, TT_BOOL, TT_BOOL};
+  bool set[3] = {false, false, false};
+  for (int k = 0; k < n; k++) {
+    const tt_arg *a = tt_lc_arg(c, args[k]);
+    if (!a) continue;
+    if (a->kind == TT_ARG_TENSOR) {
+      const tt_tensor_ref *r = a->u.tensor;
+      int prio = r->wrapped_number ? PRIO_WRAPPED : (r->ndim == 0 ? PRIO_ZERO_DIM : PRIO_DIM);
+      tt_dtype dt = r->dtype;
+      /* Wrapped numbers contribute their category's default dtype. */
+      if (r->wrapped_number)
+        dt = tt_dtype_is_floating(dt) ? TT_DEFAULT_FLOAT : (dt == TT_BOOL ? TT_BOOL : TT_I64);
+      result_update(&state[prio], &set[prio], dt);
+    } else if (a->kind == TT_ARG_SCALAR) {
+      tt_dtype dt = a->u.s.kind == TT_SCALAR_FLOAT ? TT_DEFAULT_FLOAT
+                    : a->u.s.kind == TT_SCALAR_INT ? TT_I64 : TT_BOOL;
+      result_update(&state[PRIO_WRAPPED], &set[PRIO_WRAPPED], dt);
+    }
+  }
+  /* Combine: a lower-priority class only matters if its category is higher. */
+  tt_dtype result = TT_BOOL;
+  bool have = false;
+  for (int p = 0; p < 3; p++) {
+    if (!set[p]) continue;
+    if (!have) {
+      result = state[p];
+      have = true;
+    } else if (tt_dtype_category(state[p]) > tt_dtype_category(result)) {
+      result = tt_promote(result, state[p]);
+    }
+  }
+  return result;
+}
+
+bool tt_broadcast_dims(int na, const int64_t *a, int nb, const int64_t *b, int *n_out,
+                       int64_t *out) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int ia = na - n + i, ib = nb - n + i;
+    int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = da == 1 ? db : da;
+  }
+  *n_out = n;
+  return true;
+}
+
+static const int64_t no_dims[1] = {0};
+
+int tt_arg_ndim(const tt_lower_ctx *c, int i) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  return a && a->kind == TT_ARG_TENSOR ? a->u.tensor->ndim : 0;
+}
+
+const int64_t *tt_arg_dims(const tt_lower_ctx *c, int i) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  return a && a->kind == TT_ARG_TENSOR ? a->u.tensor->sizes : no_dims;
+}
+
+tt_val tt_operand(tt_lower_ctx *c, int i, tt_dtype dt, int ndim, const int64_t *dims) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_arg *a = tt_lc_arg(c, i);
+  tt_val v;
+  if (a && a->kind == TT_ARG_TENSOR && a->u.tensor->storage) {
+    v = tt_b_convert(b, tt_lc_tensor(c, i), dt);
+  } else {
+    v = tt_lc_scalar(c, i, dt);
+  }
+  return tt_b_broadcast_to(b, v, ndim, dims);
+}
+
+static void format_dims(char *buf, size_t size, int n, const int64_t *d) {
+  size_t off = (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < n && off < size; i++)
+    off += (size_t)snprintf(buf + off, size - off, i ? ", %" PRId64 : "%" PRId64, d[i]);
+  if (off < size) snprintf(buf + off, size - off, "]");
+}
+
+tt_error *tt_broadcast_args(tt_lower_ctx *c, const int *args, int n, int *ndim, int64_t *dims) {
+  *ndim = 0;
+  for (int k = 0; k < n; k++) {
+    int nd = tt_arg_ndim(c, args[k]);
+    const int64_t *d = tt_arg_dims(c, args[k]);
+    int64_t out[TT_MAX_DIMS];
+    int nout;
+    if (!tt_broadcast_dims(*ndim, dims, nd, d, &nout, out)) {
+      /* PyTorch: "The size of tensor a (3) must match the size of tensor b (4) at
+       * non-singleton dimension 1" */
+      int n_max = *ndim > nd ? *ndim : nd;
+      for (int j = 0; j < n_max; j++) {
+        int ia = *ndim - n_max + j, ib = nd - n_max + j;
+        int64_t da = ia >= 0 ? dims[ia] : 1, db = ib >= 0 ? d[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+          return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                            "The size of tensor a (%" PRId64 ") must match the size of tensor b (%"
+                            PRId64 ") at non-singleton dimension %d", da, db, j);
+      }
+      char sa[128], sb[128];
+      format_dims(sa, sizeof sa, *ndim, dims);
+      format_dims(sb, sizeof sb, nd, d);
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "shapes %s and %s cannot be broadcast", sa, sb);
+    }
+    *ndim = nout;
+    memcpy(dims, out, sizeof(int64_t) * (size_t)nout);
+  }
+  return NULL;
+}
+
+int64_t tt_wrap_dim(tt_lower_ctx *c, int64_t dim, int ndim) {
+  int64_t n = ndim > 0 ? ndim : 1; /* scalars accept dim 0 and -1 */
+  if (dim < -n || dim >= n) {
+    tt_lc_fail(c, TT_ERR_INDEX,
+               "Dimension out of range (expected to be in range of [%" PRId64 ", %" PRId64
+               "], but got %" PRId64 ")", -n, n - 1, dim);
+    return -1;
+  }
+  return dim < 0 ? dim + n : dim;
+}
+
+double tt_dtype_lowest(tt_dtype dt) {
+  switch (dt) {
+    case TT_BOOL: return 0;
+    case TT_U8: return 0;
+    case TT_I8: return -128;
+    case TT_I16: return -32768;
+    case TT_I32: return -2147483648.0;
+    case TT_I64: return -9223372036854775808.0;
+    default: return -INFINITY;
+  }
+}
+
+double tt_dtype_highest(tt_dtype dt) {
+  switch (dt) {
+    case TT_BOOL: return 1;
+    case TT_U8: return 255;
+    case TT_I8: return 127;
+    case TT_I16: return 32767;
+    case TT_I32: return 2147483647.0;
+    case TT_I64: return 9223372036854775807.0;
+    default: return INFINITY;
+  }
+}
+
+static tt_val extreme_constant(tt_builder *b, tt_dtype dt, bool highest) {
+  if (dt == TT_I64) return tt_b_constant_int(b, dt, highest ? INT64_MAX : INT64_MIN);
+  return tt_b_constant(b, dt, highest ? tt_dtype_highest(dt) : tt_dtype_lowest(dt));
+}
+
+tt_val tt_sum(tt_builder *b, tt_val x, const int64_t *dims, int n_dims) {
+  tt_dtype dt = tt_b_dtype(b, x);
+  bool upcast = dt == TT_F16 || dt == TT_BF16;
+  tt_dtype acc = upcast ? TT_F32 : dt;
+  tt_val xs = tt_b_convert(b, x, acc);
+  tt_val r = tt_b_reduce(b, xs, tt_b_constant(b, acc, 0), dims, n_dims,
+                         acc == TT_BOOL ? "or" : "add");
+  return tt_b_convert(b, r, dt);
+}
+
+tt_val tt_reduce_max(tt_builder *b, tt_val x, const int64_t *dims, int n_dims) {
+  tt_dtype dt = tt_b_dtype(b, x);
+  return tt_b_reduce(b, x, extreme_constant(b, dt, false), dims, n_dims,
+                     dt == TT_BOOL ? "or" : "maximum");
+}
+
+tt_val tt_reduce_min(tt_builder *b, tt_val x, const int64_t *dims, int n_dims) {
+  tt_dtype dt = tt_b_dtype(b, x);
+  return tt_b_reduce(b, x, extreme_constant(b, dt, true), dims, n_dims,
+                     dt == TT_BOOL ? "and" : "minimum");
+}
+
+tt_val tt_full_like(tt_builder *b, tt_val x, double value) {
+  return tt_b_full(b, tt_b_shape(b, x), value);
+}

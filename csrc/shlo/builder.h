@@ -1,0 +1,114 @@
+/* A small StableHLO text builder.
+ *
+ * Builds one `func.func @main` in MLIR generic syntax (the form every
+ * StableHLO version parses). Values are small integers naming SSA values.
+ * The builder records the first error (bad shapes, bad operands); after it,
+ * every call returns TT_INVALID and emits nothing, so lowerings can chain
+ * calls and check once at the end. */
+#ifndef TT_SHLO_BUILDER_H
+#define TT_SHLO_BUILDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+typedef struct {
+  tt_dtype dtype;
+  int ndim;
+  int64_t dims[TT_MAX_DIMS];
+} tt_shape;
+
+typedef int tt_val;
+#define TT_INVALID (-1)
+
+typedef struct tt_builder tt_builder;
+
+tt_builder *tt_builder_new(void);
+void tt_builder_free(tt_builder *b);
+
+/* First recorded error, or NULL. Still owned by the builder. */
+const tt_error *tt_b_error(const tt_builder *b);
+/* Records an error (first one wins) and returns TT_INVALID. */
+tt_val tt_b_fail(tt_builder *b, tt_error_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Takes ownership of the recorded error (caller frees); builder stays failed. */
+tt_error *tt_b_take_error(tt_builder *b);
+
+/* ------------------------------------------------------------- shapes */
+tt_shape tt_shape_make(tt_dtype dt, int ndim, const int64_t *dims);
+tt_shape tt_shape_scalar(tt_dtype dt);
+int64_t tt_shape_numel(const tt_shape *s);
+bool tt_shape_equal(const tt_shape *a, const tt_shape *b);
+/* Prints "tensor<2x3xf32>" into buf. */
+void tt_shape_print(const tt_shape *s, char *buf, size_t size);
+
+/* ------------------------------------------------------- values, params */
+tt_shape tt_b_shape(const tt_builder *b, tt_val v);
+tt_dtype tt_b_dtype(const tt_builder *b, tt_val v);
+int tt_b_ndim(const tt_builder *b, tt_val v);
+int tt_b_num_params(const tt_builder *b);
+
+/* Adds a function parameter (in creation order). */
+tt_val tt_b_param(tt_builder *b, tt_shape shape);
+/* Marks parameter index `param` as donated to output `output` (buffer reuse). */
+void tt_b_alias_param(tt_builder *b, int param, int output);
+
+/* ---------------------------------------------------------- generic op */
+/* Emits `%r = "name"(ins...) {attrs} : (in types) -> out type`.
+ * attrs may be NULL; it is the text between the braces. */
+tt_val tt_b_op(tt_builder *b, const char *name, const tt_val *ins, int n_ins, const char *attrs,
+               tt_shape out);
+/* Same with several results and an optional region (text between the
+ * parentheses of `({ ... })`). Results are written to results[0..n_outs). */
+bool tt_b_op_multi(tt_builder *b, const char *name, const tt_val *ins, int n_ins,
+                   const char *attrs, const char *region, const tt_shape *outs, int n_outs,
+                   tt_val *results);
+
+/* ------------------------------------------------------------- helpers */
+tt_val tt_b_constant(tt_builder *b, tt_dtype dt, double value);      /* 0-d */
+tt_val tt_b_constant_int(tt_builder *b, tt_dtype dt, int64_t value); /* exact for i64 */
+/* value broadcast to shape */
+tt_val tt_b_full(tt_builder *b, tt_shape shape, double value);
+tt_val tt_b_unary(tt_builder *b, const char *op, tt_val x);             /* "exponential" */
+tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y);  /* same shapes */
+/* direction: EQ NE LT LE GT GE; compare type chosen from the dtype. */
+tt_val tt_b_compare(tt_builder *b, const char *direction, tt_val x, tt_val y);
+tt_val tt_b_select(tt_builder *b, tt_val pred, tt_val on_true, tt_val on_false);
+tt_val tt_b_convert(tt_builder *b, tt_val x, tt_dtype dt);  /* no-op if same dtype */
+tt_val tt_b_bitcast(tt_builder *b, tt_val x, tt_shape out);
+tt_val tt_b_reshape(tt_builder *b, tt_val x, int ndim, const int64_t *dims);
+tt_val tt_b_transpose(tt_builder *b, tt_val x, const int64_t *perm);
+/* Broadcasts x into `dims` (ndim); map[i] = output dim of x's dim i. */
+tt_val tt_b_broadcast_in_dim(tt_builder *b, tt_val x, int ndim, const int64_t *dims,
+                             const int64_t *map);
+/* Numpy-style broadcast (right-aligned) to dims. */
+tt_val tt_b_broadcast_to(tt_builder *b, tt_val x, int ndim, const int64_t *dims);
+tt_val tt_b_slice(tt_builder *b, tt_val x, const int64_t *start, const int64_t *limit,
+                  const int64_t *stride);
+tt_val tt_b_concat(tt_builder *b, const tt_val *xs, int n, int dim);
+tt_val tt_b_iota(tt_builder *b, tt_shape shape, int dim);
+tt_val tt_b_pad(tt_builder *b, tt_val x, tt_val pad_value, const int64_t *low,
+                const int64_t *high, const int64_t *interior);
+/* Reduction of x over dims with a binary body op ("add", "maximum", "minimum",
+ * "multiply", "and", "or"); init is a 0-d value of x's dtype. */
+tt_val tt_b_reduce(tt_builder *b, tt_val x, tt_val init, const int64_t *dims, int n_dims,
+                   const char *body_op);
+/* dot_general; out_dtype usually the operand dtype. */
+tt_val tt_b_dot_general(tt_builder *b, tt_val lhs, tt_val rhs, int n_batch,
+                        const int64_t *lhs_batch, const int64_t *rhs_batch, int n_contract,
+                        const int64_t *lhs_contract, const int64_t *rhs_contract,
+                        tt_dtype out_dtype);
+tt_val tt_b_dynamic_slice(tt_builder *b, tt_val x, const tt_val *starts, const int64_t *sizes);
+tt_val tt_b_dynamic_update_slice(tt_builder *b, tt_val x, tt_val update, const tt_val *starts);
+
+/* Formats "array<i64: 1, 2>" / "[1, 2]" lists into buf. */
+void tt_fmt_i64_array(char *buf, size_t size, const int64_t *v, int n);  /* array<i64: ...> */
+void tt_fmt_i64_list(char *buf, size_t size, const int64_t *v, int n);   /* [1, 2] */
+
+/* ------------------------------------------------------------- finish */
+/* Returns the module text (malloc'd, caller frees) returning `outs`. */
+tt_error *tt_b_finish(tt_builder *b, const tt_val *outs, int n_outs, char **text);
+
+#endif

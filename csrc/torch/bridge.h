@@ -1,0 +1,50 @@
+// The C++ side of the PyTorch boundary: helpers shared by the small files
+// in this folder. Logic that is not about PyTorch's ABI belongs in the C
+// core, not here.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/core/Allocator.h>
+
+extern "C" {
+#include "core/error.h"
+#include "graph/storage.h"
+#include "ops/lowering.h"
+}
+
+namespace torch_tpu {
+
+// Raises the PyTorch exception matching err's code (the one place where C
+// errors become exceptions) after freeing err. No-op for NULL.
+void raise_if_error(tt_error* err);
+
+// Loads the plugin on first use; raises if it cannot be loaded.
+void ensure_initialized();
+// Device count without raising (0 when the plugin cannot be loaded).
+c10::DeviceIndex device_count_noexcept();
+void set_search_dirs(const std::vector<std::string>& dirs);
+
+c10::DeviceIndex current_device();
+void set_current_device(c10::DeviceIndex index);
+
+c10::Allocator* tpu_allocator();
+
+// ScalarType <-> core dtype; raises TypeError for dtypes we do not support.
+tt_dtype to_core_dtype(at::ScalarType t);
+bool is_supported_dtype(at::ScalarType t);
+at::ScalarType to_scalar_type(tt_dtype d);
+
+// The core storage behind a tpu tensor.
+tt_storage* storage_of(const at::Tensor& t);
+
+// Describes tensor t for the core (t must be on tpu).
+void describe_tensor(const at::Tensor& t, tt_tensor_ref* ref);
+
+// Wraps a fresh device buffer as a new contiguous tpu tensor (takes buf).
+at::Tensor wrap_buffer(tt_buffer* buf, tt_dtype dtype, int ndim, const int64_t* sizes,
+                       c10::DeviceIndex device);
+
+// Records and reports CPU fallbacks.
+void count_fallback(const std::string& op);
+
+}  // namespace torch_tpu

@@ -1,0 +1,342 @@
+// The one boxed fallback for the tpu key: every aten op without a kernel of
+// its own arrives here, is described to the C core, and runs natively if
+// the core has a lowering for it; otherwise it runs on CPU (counted, warned
+// once per op, or refused when TORCH_TPU_CPU_FALLBACK=0).
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "torch/bridge.h"
+
+extern "C" {
+#include "graph/execute.h"
+}
+
+namespace torch_tpu {
+
+namespace {
+
+std::mutex fallback_mutex;
+std::map<std::string, int64_t> fallback_counts;  // guarded by fallback_mutex
+
+bool fallback_allowed() {
+  const char* v = std::getenv("TORCH_TPU_CPU_FALLBACK");
+  return !(v && std::string(v) == "0");
+}
+
+// Owns the memory the tt_args point into for one call.
+struct ArgArena {
+  std::deque<tt_tensor_ref> refs;
+  std::deque<std::vector<tt_tensor_ref*>> ref_lists;
+  std::deque<std::vector<int64_t>> int_lists;
+  std::deque<std::vector<double>> double_lists;
+  std::deque<std::unique_ptr<bool[]>> bool_lists;
+  std::deque<std::vector<tt_scalar>> scalar_lists;
+  std::deque<std::string> strings;
+  std::vector<at::Tensor> keep_alive;  // uploaded CPU index tensors
+};
+
+c10::TypeKind base_kind(const c10::TypePtr& type) {
+  if (auto opt = type->cast<c10::OptionalType>()) return opt->getElementType()->kind();
+  return type->kind();
+}
+
+// Element kind of a list argument's type, looking through Optional.
+c10::TypeKind list_elem_kind(const c10::TypePtr& type) {
+  c10::TypePtr t = type;
+  if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+  auto list = t->cast<c10::ListType>();
+  if (!list) return c10::TypeKind::AnyType;
+  c10::TypePtr e = list->getElementType();
+  if (auto opt = e->cast<c10::OptionalType>()) e = opt->getElementType();
+  return e->kind();
+}
+
+tt_scalar to_scalar(const c10::IValue& v) {
+  tt_scalar s{TT_SCALAR_INT, 0, 0};
+  if (v.isBool()) s = {TT_SCALAR_BOOL, v.toBool(), 0};
+  else if (v.isInt()) s = {TT_SCALAR_INT, v.toInt(), 0};
+  else if (v.isSymInt()) s = {TT_SCALAR_INT, v.toSymInt().guard_int(__FILE__, __LINE__), 0};
+  else if (v.isDouble()) s = {TT_SCALAR_FLOAT, 0, v.toDouble()};
+  else if (v.isSymFloat()) s = {TT_SCALAR_FLOAT, 0, v.toSymFloat().guard_float(__FILE__, __LINE__)};
+  else TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: unsupported scalar value ", v.tagKind());
+  return s;
+}
+
+// Why an op must not run natively or on CPU here; nullptr if fine.
+struct NotNative {};
+
+tt_tensor_ref* describe(ArgArena& arena, const at::Tensor& t, c10::DeviceIndex* device,
+                        bool allow_cpu_upload, const char* op) {
+  arena.refs.emplace_back();
+  tt_tensor_ref* ref = &arena.refs.back();
+  if (t.is_privateuseone()) {
+    if (!is_supported_dtype(t.scalar_type())) throw NotNative{};
+    describe_tensor(t, ref);
+    if (*device < 0) *device = t.device().index();
+    return ref;
+  }
+  TORCH_CHECK(t.is_cpu(), "torch_tpu: ", op, " got a tensor on ", t.device());
+  if (t.dim() == 0 && is_supported_dtype(t.scalar_type())) {  // CPU scalars ride along
+    memset(ref, 0, sizeof *ref);
+    ref->dtype = to_core_dtype(t.scalar_type());
+    ref->wrapped_number = t.unsafeGetTensorImpl()->is_wrapped_number();
+    if (at::isFloatingType(t.scalar_type())) ref->value_f = t.item<double>();
+    else ref->value_i = t.item<int64_t>();
+    return ref;
+  }
+  if (allow_cpu_upload && is_supported_dtype(t.scalar_type())) {
+    at::Tensor up = t.to(at::Device(c10::DeviceType::PrivateUse1, std::max<int>(*device, 0)));
+    arena.keep_alive.push_back(up);
+    describe_tensor(up, ref);
+    return ref;
+  }
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
+              "devices, cpu and tpu:", static_cast<int>(std::max<int>(*device, 0)), "! (when checking "
+              "arguments for ", op, ")");
+}
+
+void convert_arg(ArgArena& arena, const c10::Argument& schema_arg, const c10::IValue& v,
+                 tt_arg* out, c10::DeviceIndex* device, const char* op, bool allow_upload) {
+  memset(out, 0, sizeof *out);
+  const auto* alias = schema_arg.alias_info();
+  out->written = alias && alias->isWrite();
+  out->resizable = out->written && schema_arg.kwarg_only();
+  c10::TypeKind kind = base_kind(schema_arg.type());
+  if (v.isNone()) {
+    out->kind = TT_ARG_NONE;
+  } else if (v.isTensor()) {
+    out->kind = TT_ARG_TENSOR;
+    out->u.tensor = describe(arena, v.toTensor(), device, allow_upload, op);
+  } else if (v.isList()) {
+    auto list = v.toListRef();
+    c10::TypeKind elem = list_elem_kind(schema_arg.type());
+    if (elem == c10::TypeKind::TensorType) {
+      arena.ref_lists.emplace_back();
+      auto& refs = arena.ref_lists.back();
+      for (const auto& e : list)
+        refs.push_back(e.isNone() ? nullptr : describe(arena, e.toTensor(), device, allow_upload, op));
+      out->kind = TT_ARG_TENSOR_LIST;
+      out->count = static_cast<int>(refs.size());
+      out->u.tensors = refs.data();
+    } else if (elem == c10::TypeKind::IntType || elem == c10::TypeKind::SymIntType) {
+      arena.int_lists.emplace_back();
+      for (const auto& e : list)
+        arena.int_lists.back().push_back(e.isSymInt() ? e.toSymInt().guard_int(__FILE__, __LINE__)
+                                                      : e.toInt());
+      out->kind = TT_ARG_INT_LIST;
+      out->count = static_cast<int>(arena.int_lists.back().size());
+      out->u.ints = arena.int_lists.back().data();
+    } else if (elem == c10::TypeKind::FloatType) {
+      arena.double_lists.emplace_back();
+      for (const auto& e : list) arena.double_lists.back().push_back(e.toDouble());
+      out->kind = TT_ARG_DOUBLE_LIST;
+      out->count = static_cast<int>(arena.double_lists.back().size());
+      out->u.doubles = arena.double_lists.back().data();
+    } else if (elem == c10::TypeKind::BoolType) {
+      arena.bool_lists.emplace_back(new bool[list.size() + 1]);
+      for (size_t i = 0; i < list.size(); i++) arena.bool_lists.back()[i] = list[i].toBool();
+      out->kind = TT_ARG_BOOL_LIST;
+      out->count = static_cast<int>(list.size());
+      out->u.bools = arena.bool_lists.back().get();
+    } else {
+      arena.scalar_lists.emplace_back();
+      for (const auto& e : list) arena.scalar_lists.back().push_back(to_scalar(e));
+      out->kind = TT_ARG_SCALAR_LIST;
+      out->count = static_cast<int>(arena.scalar_lists.back().size());
+      out->u.scalars = arena.scalar_lists.back().data();
+    }
+  } else if (kind == c10::TypeKind::NumberType) {
+    out->kind = TT_ARG_SCALAR;
+    out->u.s = to_scalar(v);
+  } else if (kind == c10::TypeKind::ScalarTypeType) {
+    at::ScalarType st = static_cast<at::ScalarType>(v.toInt());
+    if (!is_supported_dtype(st)) throw NotNative{};
+    out->kind = TT_ARG_DTYPE;
+    out->u.dtype = to_core_dtype(st);
+  } else if (kind == c10::TypeKind::LayoutType) {
+    out->kind = TT_ARG_LAYOUT;
+    out->u.i = v.toInt();
+  } else if (kind == c10::TypeKind::MemoryFormatType) {
+    out->kind = TT_ARG_MEMORY_FORMAT;
+    out->u.i = v.toInt();
+  } else if (v.isBool()) {
+    out->kind = TT_ARG_BOOL;
+    out->u.b = v.toBool();
+  } else if (v.isInt() || v.isSymInt()) {
+    out->kind = TT_ARG_INT;
+    out->u.i = v.isInt() ? v.toInt() : v.toSymInt().guard_int(__FILE__, __LINE__);
+  } else if (v.isDouble() || v.isSymFloat()) {
+    out->kind = TT_ARG_DOUBLE;
+    out->u.d = v.isDouble() ? v.toDouble() : v.toSymFloat().guard_float(__FILE__, __LINE__);
+  } else if (v.isString()) {
+    arena.strings.emplace_back(v.toStringRef());
+    out->kind = TT_ARG_STRING;
+    out->u.str = arena.strings.back().c_str();
+  } else if (v.isDevice()) {
+    out->kind = TT_ARG_DEVICE;
+    at::Device d = v.toDevice();
+    out->u.i = d.is_cpu() ? -1 : (d.has_index() ? d.index() : current_device());
+    if (d.is_privateuseone() && *device < 0) *device = static_cast<c10::DeviceIndex>(out->u.i);
+  } else if (v.isGenerator()) {
+    out->kind = TT_ARG_GENERATOR;
+  } else {
+    out->kind = TT_ARG_OTHER;
+  }
+}
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& name,
+                  const std::string& why) {
+  if (!fallback_allowed())
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "The operator 'aten::", name,
+                                "' is not currently implemented for the tpu device (",
+                                why, ") and TORCH_TPU_CPU_FALLBACK=0 forbids running it on CPU.");
+  count_fallback(name);
+  at::native::cpu_fallback(op, stack);
+}
+
+bool returns_are_tensors(const c10::FunctionSchema& schema) {
+  for (const auto& r : schema.returns()) {
+    auto k = r.type()->kind();
+    if (k == c10::TypeKind::TensorType) continue;
+    if (k == c10::TypeKind::ListType &&
+        r.type()->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::TensorType)
+      continue;
+    return false;
+  }
+  return true;
+}
+
+bool returns_alias_written(const c10::FunctionSchema& schema) {
+  if (schema.returns().empty()) return true;
+  for (const auto& r : schema.returns())
+    if (!r.alias_info() || !r.alias_info()->isWrite()) return false;
+  return true;
+}
+
+bool returns_views(const c10::FunctionSchema& schema) {
+  for (const auto& r : schema.returns())
+    if (r.alias_info() && !r.alias_info()->isWrite()) return true;
+  return false;
+}
+
+void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  std::string name = schema.name().substr(6);  // strip "aten::"
+  if (!schema.overload_name().empty()) name += "." + schema.overload_name();
+  TORCH_CHECK_NOT_IMPLEMENTED(!returns_views(schema), "torch_tpu: view op aten::", name,
+                              " has no tpu kernel (a CPU copy would break aliasing)");
+  if (!returns_are_tensors(schema)) return cpu_fallback(op, stack, name, "non-tensor result");
+  ensure_initialized();
+
+  const size_t n = schema.arguments().size();
+  auto args_begin = stack->size() - n;
+  ArgArena arena;
+  std::vector<tt_arg> args(n);
+  c10::DeviceIndex device = -1;
+  bool allow_upload = name.rfind("index", 0) == 0 || name.rfind("_index_put", 0) == 0 ||
+                      name.rfind("_foreach", 0) == 0 || name.rfind("_fused", 0) == 0;
+  try {
+    for (size_t i = 0; i < n; i++)
+      convert_arg(arena, schema.arguments()[i], (*stack)[args_begin + i], &args[i], &device,
+                  name.c_str(), allow_upload);
+  } catch (const NotNative&) {
+    return cpu_fallback(op, stack, name, "unsupported dtype");
+  }
+  if (device < 0) device = current_device();
+  bool aliasing = returns_alias_written(schema);
+
+  tt_op_result res;
+  tt_error* err = tt_op_run(name.c_str(), args.data(), static_cast<int>(n), aliasing, device, &res);
+  for (int attempt = 0; err && tt_error_code_of(err) == TT_ERR_NEEDS_RESIZE && attempt < 2; attempt++) {
+    tt_error_free(err);
+    for (int k = 0; k < res.n_resize; k++) {
+      const tt_output_plan& r = res.resize[k];
+      const c10::IValue& v = (*stack)[args_begin + r.arg];
+      at::Tensor t = r.elem < 0 ? v.toTensor() : v.toListRef()[r.elem].toTensor();
+      at::native::resize_output(t, c10::IntArrayRef(r.shape.dims, r.shape.ndim));
+    }
+    tt_op_result_clear(&res);
+    arena = ArgArena();
+    for (size_t i = 0; i < n; i++)
+      convert_arg(arena, schema.arguments()[i], (*stack)[args_begin + i], &args[i], &device,
+                  name.c_str(), allow_upload);
+    err = tt_op_run(name.c_str(), args.data(), static_cast<int>(n), aliasing, device, &res);
+  }
+  if (err && tt_error_code_of(err) == TT_ERR_NOT_IMPLEMENTED) {
+    std::string why = tt_error_message(err);
+    tt_error_free(err);
+    return cpu_fallback(op, stack, name, why);
+  }
+  raise_if_error(err);
+
+  // Build the returns.
+  std::vector<c10::IValue> returns;
+  if (aliasing) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && returns.size() < schema.returns().size(); i++)
+      if (args[i].written) returns.push_back((*stack)[args_begin + i]), k++;
+  } else {
+    int next = 0;
+    std::vector<at::Tensor> made;
+    try {
+      for (int i = 0; i < res.n_new; i++) {
+        tt_new_tensor& t = res.news[i];
+        made.push_back(wrap_buffer(t.buffer, t.dtype, t.ndim, t.sizes, device));
+        t.buffer = nullptr;
+      }
+    } catch (...) {
+      tt_op_result_clear(&res);
+      throw;
+    }
+    tt_op_result_clear(&res);
+    for (const auto& r : schema.returns()) {
+      if (r.type()->kind() == c10::TypeKind::TensorType) {
+        TORCH_CHECK(next < static_cast<int>(made.size()), "internal: ", name, " returned too few tensors");
+        returns.emplace_back(made[next++]);
+      } else {
+        std::vector<at::Tensor> rest(made.begin() + next, made.end());
+        next = static_cast<int>(made.size());
+        returns.emplace_back(c10::List<at::Tensor>(rest));
+      }
+    }
+  }
+  tt_op_result_clear(&res);
+  torch::jit::drop(*stack, n);
+  for (auto& r : returns) stack->push_back(std::move(r));
+}
+
+}  // namespace
+
+void count_fallback(const std::string& op) {
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(fallback_mutex);
+    first = fallback_counts[op]++ == 0;
+  }
+  if (first)
+    TORCH_WARN("torch_tpu: aten::", op, " is not lowered for tpu; running it on CPU ",
+               "(inputs and results are copied; see torch_tpu.debug.fallback_report())");
+}
+
+std::map<std::string, int64_t> fallback_report() {
+  std::lock_guard<std::mutex> lock(fallback_mutex);
+  return fallback_counts;
+}
+
+void reset_fallback_report() {
+  std::lock_guard<std::mutex> lock(fallback_mutex);
+  fallback_counts.clear();
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+}
+
+}  // namespace torch_tpu

@@ -1,0 +1,265 @@
+// Kernels that are about PyTorch's tensor model rather than math, so they
+// live at the boundary: allocation, metadata-only views, host transfers,
+// resizing and storage swapping. Everything else goes through the fallback
+// in fallback.cpp to the core.
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/op_registration/adaption.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+#include <torch/library.h>
+
+#include "torch/bridge.h"
+
+extern "C" {
+#include "graph/core.h"
+#include "graph/execute.h"
+#include "graph/view.h"
+}
+
+namespace torch_tpu {
+
+namespace {
+
+c10::DeviceIndex target_index(std::optional<c10::Device> device) {
+  if (device && device->has_index()) return device->index();
+  return current_device();
+}
+
+void check_dtype(at::ScalarType t) { (void)to_core_dtype(t); }
+
+at::Tensor tpu_empty(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                     std::optional<at::Layout> layout, std::optional<c10::Device> device,
+                     std::optional<bool>, std::optional<c10::MemoryFormat> memory_format) {
+  TORCH_CHECK(!layout || *layout == at::kStrided, "torch_tpu supports only strided tensors");
+  at::ScalarType dt = dtype.value_or(at::get_default_dtype_as_scalartype());
+  check_dtype(dt);
+  c10::DeviceIndex saved = current_device();
+  set_current_device(target_index(device));
+  at::Tensor t;
+  try {
+    t = at::detail::empty_generic(size, tpu_allocator(),
+                                  c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt,
+                                  memory_format);
+  } catch (...) {
+    set_current_device(saved);
+    throw;
+  }
+  set_current_device(saved);
+  return t;
+}
+
+at::Tensor tpu_empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                             std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                             std::optional<c10::Device> device, std::optional<bool>) {
+  TORCH_CHECK(!layout || *layout == at::kStrided, "torch_tpu supports only strided tensors");
+  at::ScalarType dt = dtype.value_or(at::get_default_dtype_as_scalartype());
+  check_dtype(dt);
+  c10::DeviceIndex saved = current_device();
+  set_current_device(target_index(device));
+  at::Tensor t;
+  try {
+    t = at::detail::empty_strided_generic(size, stride, tpu_allocator(),
+                                          c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt);
+  } catch (...) {
+    set_current_device(saved);
+    throw;
+  }
+  set_current_device(saved);
+  return t;
+}
+
+bool covers_storage(const at::Tensor& t) {
+  tt_tensor_ref ref;
+  describe_tensor(t, &ref);
+  size_t item = t.element_size();
+  return tt_view_covers(&ref, static_cast<int64_t>(ref.storage->nbytes / item)) &&
+         ref.storage->nbytes % item == 0;
+}
+
+// Runs a core op over already-described arguments; raises on error.
+void run_core(const char* op, std::vector<tt_arg>& args, bool returns_written,
+              c10::DeviceIndex device, tt_op_result* res) {
+  raise_if_error(tt_op_run(op, args.data(), static_cast<int>(args.size()), returns_written,
+                           device, res));
+}
+
+// A dense contiguous device copy of t (t itself when it already is one).
+at::Tensor dense(const at::Tensor& t) {
+  if (covers_storage(t)) return t;
+  tt_tensor_ref ref;
+  describe_tensor(t, &ref);
+  std::vector<tt_arg> args(1);
+  args[0].kind = TT_ARG_TENSOR;
+  args[0].u.tensor = &ref;
+  tt_op_result res;
+  run_core("clone", args, false, t.device().index(), &res);
+  at::Tensor out = wrap_buffer(res.news[0].buffer, res.news[0].dtype, res.news[0].ndim,
+                               res.news[0].sizes, t.device().index());
+  res.news[0].buffer = nullptr;
+  tt_op_result_clear(&res);
+  return out;
+}
+
+at::Tensor to_host(const at::Tensor& src) {
+  at::Tensor d = dense(src);
+  at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+  if (host.numel() == 0) return host;
+  raise_if_error(tt_storage_read_bytes(storage_of(d), host.data_ptr(), host.nbytes()));
+  return host;
+}
+
+// self (tpu) <- src (tpu, same device), through the core's copy_ lowering.
+void device_copy(at::Tensor& self, const at::Tensor& src) {
+  tt_tensor_ref dst_ref, src_ref;
+  describe_tensor(self, &dst_ref);
+  describe_tensor(src, &src_ref);
+  std::vector<tt_arg> args(2);
+  args[0].kind = TT_ARG_TENSOR;
+  args[0].written = true;
+  args[0].u.tensor = &dst_ref;
+  args[1].kind = TT_ARG_TENSOR;
+  args[1].u.tensor = &src_ref;
+  tt_op_result res;
+  run_core("copy_", args, true, self.device().index(), &res);
+  tt_op_result_clear(&res);
+}
+
+at::Tensor& tpu_copy_(at::Tensor& self, const at::Tensor& src, bool) {
+  if (self.numel() == 0) return self;
+  if (self.is_privateuseone() && src.is_cpu()) {
+    at::Tensor host = src.to(self.scalar_type()).expand(self.sizes()).contiguous();
+    if (covers_storage(self)) {
+      raise_if_error(tt_storage_write_bytes(storage_of(self), to_core_dtype(self.scalar_type()),
+                                            host.data_ptr(), host.nbytes()));
+      return self;
+    }
+    tt_buffer* buf = nullptr;
+    std::vector<int64_t> n = {host.numel()};
+    raise_if_error(tt_buffer_from_host(tt_core_runtime(), self.device().index(),
+                                       to_core_dtype(host.scalar_type()), n.data(), 1,
+                                       host.data_ptr(), &buf));
+    at::Tensor tmp = wrap_buffer(buf, to_core_dtype(host.scalar_type()), 1, n.data(),
+                                 self.device().index());
+    device_copy(self, tmp.view(self.sizes()));
+    return self;
+  }
+  if (self.is_cpu() && src.is_privateuseone()) {
+    self.copy_(to_host(src));
+    return self;
+  }
+  TORCH_CHECK(self.is_privateuseone() && src.is_privateuseone(),
+              "torch_tpu copy_: unsupported devices ", self.device(), " <- ", src.device());
+  if (self.device() != src.device()) {
+    at::Tensor d = dense(src);
+    tt_buffer* moved = nullptr;
+    tt_buffer* from = nullptr;
+    raise_if_error(tt_storage_ensure(storage_of(d), to_core_dtype(d.scalar_type()), &from));
+    raise_if_error(tt_buffer_copy_to_device(from, self.device().index(), &moved));
+    std::vector<int64_t> n = {d.numel()};
+    at::Tensor tmp = wrap_buffer(moved, to_core_dtype(d.scalar_type()), 1, n.data(),
+                                 self.device().index());
+    device_copy(self, tmp.view(src.sizes()));
+    return self;
+  }
+  device_copy(self, src);
+  return self;
+}
+
+at::Tensor tpu_copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  at::Tensor out = dst;
+  tpu_copy_(out, self, non_blocking);
+  return dst;
+}
+
+at::Tensor tpu_copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  at::Tensor out = dst;
+  if (!out.sizes().equals(self.sizes())) out.resize_(self.sizes());
+  tpu_copy_(out, self, false);
+  return dst;
+}
+
+at::Scalar tpu_local_scalar_dense(const at::Tensor& self) {
+  return to_host(self).item();
+}
+
+const at::Tensor& tpu_resize_(const at::Tensor& self, c10::IntArrayRef size,
+                              std::optional<c10::MemoryFormat>) {
+  int64_t numel = 1;
+  for (auto s : size) {
+    TORCH_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", size);
+    numel *= s;
+  }
+  size_t needed = static_cast<size_t>(numel + self.storage_offset()) * self.element_size();
+  if (numel == 0) needed = 0;
+  auto* impl = self.unsafeGetTensorImpl();
+  if (needed > self.storage().nbytes()) {
+    raise_if_error(tt_storage_resize(storage_of(self), needed));
+    self.storage().unsafeGetStorageImpl()->set_nbytes(needed);
+  }
+  impl->set_sizes_contiguous(size);
+  return self;
+}
+
+at::Tensor& tpu_set_storage(at::Tensor& self, c10::Storage source, c10::SymInt storage_offset,
+                            c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
+              "set_: expected a tpu storage, got ", source.device());
+  std::vector<int64_t> sizes, strides;
+  for (auto& s : size) sizes.push_back(s.guard_int(__FILE__, __LINE__));
+  for (auto& s : stride) strides.push_back(s.guard_int(__FILE__, __LINE__));
+  if (strides.empty()) {
+    strides.resize(sizes.size());
+    int64_t acc = 1;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      strides[i] = acc;
+      acc *= std::max<int64_t>(sizes[i], 1);
+    }
+  }
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(source));
+  impl->set_storage_offset(storage_offset.guard_int(__FILE__, __LINE__));
+  impl->set_sizes_and_strides(sizes, strides);
+  return self;
+}
+
+at::Tensor& tpu_set_source_storage(at::Tensor& self, c10::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.element_size());
+  std::vector<c10::SymInt> size = {c10::SymInt(n)}, stride = {c10::SymInt(1)};
+  return tpu_set_storage(self, std::move(source), 0, size, stride);
+}
+
+at::Tensor& tpu_set_source_tensor(at::Tensor& self, const at::Tensor& src) {
+  if (self.is_same(src)) return self;
+  return tpu_set_storage(self, src.storage(), src.sym_storage_offset(), src.sym_sizes(),
+                         src.sym_strides());
+}
+
+at::Tensor& tpu_set_empty(at::Tensor& self) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, tpu_allocator(), true);
+  std::vector<c10::SymInt> size = {c10::SymInt(0)}, stride;
+  return tpu_set_storage(self, std::move(storage), 0, size, stride);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", tpu_empty);
+  m.impl("empty_strided", tpu_empty_strided);
+  m.impl("as_strided", at::native::as_strided_tensorimpl);
+  m.impl("view", at::native::view);
+  m.impl("_reshape_alias", at::native::_reshape_alias);
+  m.impl("unfold", at::native::unfold);
+  m.impl("copy_", tpu_copy_);
+  m.impl("_copy_from", tpu_copy_from);
+  m.impl("_copy_from_and_resize", tpu_copy_from_and_resize);
+  m.impl("_local_scalar_dense", tpu_local_scalar_dense);
+  m.impl("resize_", tpu_resize_);
+  m.impl("set_.source_Storage_storage_offset", tpu_set_storage);
+  m.impl("set_.source_Storage", tpu_set_source_storage);
+  m.impl("set_.source_Tensor", tpu_set_source_tensor);
+  m.impl("set_", tpu_set_empty);
+}
+
+}  // namespace torch_tpu

@@ -1,0 +1,87 @@
+// Python bindings of torch_tpu._C: the functions torch_tpu/*.py call.
+#include <torch/extension.h>
+
+#include "torch/bridge.h"
+
+extern "C" {
+#include "cache/compile_cache.h"
+#include "graph/core.h"
+#include "graph/execute.h"
+}
+
+namespace torch_tpu {
+void register_hooks();
+std::map<std::string, int64_t> fallback_report();
+void reset_fallback_report();
+}  // namespace torch_tpu
+
+namespace {
+
+using namespace torch_tpu;
+
+void check_device(int device) {
+  int n = device_count_noexcept();
+  TORCH_CHECK(device >= 0 && device < n, "Invalid device tpu:", device, ": ", n,
+              " tpu device(s) available");
+}
+
+py::dict cache_stats() {
+  tt_cache_stats s = tt_cache_get_stats();
+  tt_exec_stats e = tt_get_exec_stats();
+  py::dict d;
+  d["requests"] = s.requests;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["entries"] = s.entries;
+  d["compile_seconds"] = s.compile_seconds;
+  d["ops_run"] = e.ops_run;
+  d["ops_declined"] = e.ops_declined;
+  d["ops_missing"] = e.ops_missing;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  register_hooks();
+  m.def("_set_search_dirs", &set_search_dirs);
+  m.def("_init", []() { ensure_initialized(); });
+  m.def("_is_initialized", []() { return tt_core_initialized(); });
+  m.def("_device_count", []() { return static_cast<int>(device_count_noexcept()); });
+  m.def("_current_device", []() { return static_cast<int>(current_device()); });
+  m.def("_set_device", [](int d) { set_current_device(static_cast<c10::DeviceIndex>(d)); });
+  m.def("_synchronize", []() {
+    ensure_initialized();
+    py::gil_scoped_release no_gil;
+    raise_if_error(tt_runtime_synchronize(tt_core_runtime()));
+  });
+  m.def("_manual_seed", [](int d, uint64_t seed) { tt_core_manual_seed(d, seed); });
+  m.def("_initial_seed", [](int d) { return tt_core_initial_seed(d); });
+  m.def("_memory_allocated", [](int d) { return tt_memory_allocated(d); });
+  m.def("_max_memory_allocated", [](int d) { return tt_memory_peak(d); });
+  m.def("_reset_peak_memory_stats", [](int d) { tt_memory_reset_peak(d); });
+  m.def("_device_name", [](int d) {
+    ensure_initialized();
+    check_device(d);
+    return std::string(tt_runtime_device_kind(tt_core_runtime(), d));
+  });
+  m.def("_platform_name", []() {
+    ensure_initialized();
+    return std::string(tt_runtime_platform_name(tt_core_runtime()));
+  });
+  m.def("_plugin_fingerprint", []() {
+    ensure_initialized();
+    return std::string(tt_runtime_fingerprint(tt_core_runtime()));
+  });
+  m.def("_cache_stats", &cache_stats);
+  m.def("_reset_cache_stats", []() { tt_cache_reset_stats(); });
+  m.def("_clear_cache", []() { tt_cache_clear(); });
+  m.def("_fallback_report", &fallback_report);
+  m.def("_reset_fallback_report", &reset_fallback_report);
+  m.def("_lowered_ops", []() {
+    std::vector<std::string> names;
+    for (int i = 0; i < tt_lowering_count(); i++) names.emplace_back(tt_lowering_name_at(i));
+    return names;
+  });
+  m.def("_set_optimization_level", [](int level) { tt_set_optimization_level(level); });
+}

@@ -1,0 +1,24 @@
+"""torch_tpu: a native PyTorch backend for XLA devices, driven by a C core over PJRT.
+
+    import torch, torch_tpu
+    model.to("tpu")          # real tensors on the `tpu` device
+"""
+import sys
+
+import torch
+
+from . import _C
+
+_C._set_search_dirs([p for p in sys.path if p])
+torch.utils.rename_privateuse1_backend("tpu")
+
+from . import device as _device_module  # noqa: E402
+
+torch._register_device_module("tpu", _device_module)
+torch.utils.generate_methods_for_privateuse1_backend(
+    for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
+
+from . import debug  # noqa: E402,F401
+from ._stats import cache_stats, reset_cache_stats  # noqa: E402,F401
+
+__all__ = ["cache_stats", "reset_cache_stats", "debug"]

@@ -1,0 +1,16 @@
+"""Debugging helpers."""
+from . import _C
+
+
+def fallback_report() -> dict:
+    """{op name: number of calls that ran on CPU because tpu has no lowering}."""
+    return dict(_C._fallback_report())
+
+
+def reset_fallback_report() -> None:
+    _C._reset_fallback_report()
+
+
+def lowered_ops() -> list:
+    """Names of the aten overloads with a native lowering."""
+    return sorted(_C._lowered_ops())
