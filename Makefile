@@ -34,7 +34,7 @@ $(PY):
 
 $(DEPS_STAMP): requirements.txt | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q torch==2.13.0 -r requirements.txt
-	$(PY) -c "import site,os; open(os.path.join(site.getsitepackages()[0],'torch_tpu_dev.pth'),'w').write(os.getcwd()+'\\n')"
+	$(if $(filter .venv,$(VENV)),$(PY) -c "import site,os; open(os.path.join(site.getsitepackages()[0],'torch_tpu_dev.pth'),'w').write(os.getcwd()+'\\n')")
 	touch $@
 
 # Compiler flags for the torch headers/libraries, computed once from the venv.
@@ -73,15 +73,15 @@ test-c: build
 	$(BUILD)/test_runtime $(PLUGIN)
 
 test-python: build
-	$(PY) -m pytest -q tests/python
+	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
 
 test: test-c test-python
 
 demo: build
-	$(PY) examples/train_char_gpt.py
+	PYTHONPATH=$(CURDIR) $(PY) examples/train_char_gpt.py
 
 bench: build
-	$(PY) benchmarks/run.py
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
 
 clean:
 	rm -rf $(BUILD) $(EXTENSION)
