@@ -14,3 +14,10 @@ def reset_fallback_report() -> None:
 def lowered_ops() -> list:
     """Names of the aten overloads with a native lowering."""
     return sorted(_C._lowered_ops())
+
+
+def compile_stablehlo(text: str) -> int:
+    """Compiles a StableHLO module (MLIR text) with the loaded plugin and
+    returns its number of outputs; raises RuntimeError with the plugin's
+    diagnostic if it does not compile."""
+    return _C._compile_stablehlo(text)

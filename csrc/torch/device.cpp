@@ -56,6 +56,7 @@ c10::DeviceIndex device_count_noexcept() {
 c10::DeviceIndex current_device() { return current_index; }
 
 void set_current_device(c10::DeviceIndex index) {
+  ensure_initialized();  // a plugin that cannot load says so, not "invalid device"
   c10::DeviceIndex n = device_count_noexcept();
   TORCH_CHECK(index >= 0 && index < n, "Invalid device tpu:", static_cast<int>(index),
               ": ", static_cast<int>(n), " tpu device(s) available");

@@ -84,4 +84,14 @@ PYBIND11_MODULE(_C, m) {
     return names;
   });
   m.def("_set_optimization_level", [](int level) { tt_set_optimization_level(level); });
+  m.def("_compile_stablehlo", [](const std::string& text) {
+    // Debugging aid: compiles raw StableHLO text, raising the plugin's error.
+    ensure_initialized();
+    tt_compile_options opts = {1, true};
+    tt_executable* exe = nullptr;
+    raise_if_error(tt_compile(tt_core_runtime(), text.data(), text.size(), &opts, &exe));
+    int n = tt_executable_num_outputs(exe);
+    tt_executable_release(exe);
+    return n;
+  });
 }

@@ -1,0 +1,69 @@
+"""Ops without a lowering run on CPU: transparently, counted, warned once,
+or refused with TORCH_TPU_CPU_FALLBACK=0."""
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import torch_tpu
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Ops we do not expect to lower soon; the test picks one that is not lowered.
+CANDIDATES = [("special_bessel_j0", lambda x: torch.special.bessel_j0(x)),
+              ("special_modified_bessel_k1", lambda x: torch.special.modified_bessel_k1(x)),
+              ("special_airy_ai", lambda x: torch.special.airy_ai(x))]
+
+
+def _unlowered():
+    lowered = set(torch_tpu.debug.lowered_ops())
+    for name, fn in CANDIDATES:
+        if not any(n.split(".")[0] == name for n in lowered):
+            return name, fn
+    pytest.fail("every candidate op is lowered; pick a new one")
+
+
+def test_fallback_runs_on_cpu_counts_and_warns_once():
+    name, fn = _unlowered()
+    torch_tpu.debug.reset_fallback_report()
+    a = torch.rand(5) + 0.5
+    x = a.to("tpu")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y1 = fn(x)
+        y2 = fn(x)
+    assert y1.device.type == "tpu"
+    torch.testing.assert_close(y1.cpu(), fn(a))
+    torch.testing.assert_close(y2.cpu(), fn(a))
+    report = torch_tpu.debug.fallback_report()
+    assert sum(report.values()) == 2 and all(k.startswith(name) for k in report)
+    # warned once per op, not per call (the warning is deduplicated by name)
+    ours = [x for x in w if "not lowered for tpu" in str(x.message)]
+    assert len(ours) >= 1
+
+
+def test_fallback_inplace_effect_copied_back():
+    name, fn = _unlowered()
+    a = torch.rand(4) + 0.5
+    x = a.to("tpu")
+    out = torch.empty(4, device="tpu")
+    getattr(torch.special, name.replace("special_", ""))(x, out=out)
+    torch.testing.assert_close(out.cpu(), fn(a))
+
+
+def test_fallback_can_be_forbidden():
+    name, _ = _unlowered()
+    code = ("import torch, torch_tpu\n"
+            f"x = torch.rand(3).to('tpu')\n"
+            "try:\n"
+            f"    torch.special.{name.replace('special_', '')}(x)\n"
+            "except NotImplementedError as e:\n"
+            "    print('NIE', e)\n")
+    env = dict(os.environ, TORCH_TPU_CPU_FALLBACK="0", PYTHONPATH=REPO)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "NIE" in r.stdout and name in r.stdout
