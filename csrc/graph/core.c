@@ -1,6 +1,7 @@
 #include "graph/core.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@ static pthread_mutex_t core_lock = PTHREAD_MUTEX_INITIALIZER;
 static tt_runtime *core_runtime;      /* guarded by core_lock until set, then read-only */
 static tt_error *core_init_error;     /* remembered failure */
 static int core_devices;
+static _Atomic bool core_ready; /* set once the runtime exists: lock-free fast path */
 
 typedef struct {
   uint64_t seed;
@@ -45,6 +47,7 @@ tt_error *tt_core_init(const char *const *search_dirs) {
   if (!result) result = tt_runtime_open(path, devices, &core_runtime);
   if (!result) {
     core_devices = tt_runtime_device_count(core_runtime);
+    atomic_store(&core_ready, true);
     goto done;
   }
 remember:
@@ -54,14 +57,10 @@ done:
   return result;
 }
 
-bool tt_core_initialized(void) {
-  pthread_mutex_lock(&core_lock);
-  bool ok = core_runtime != NULL;
-  pthread_mutex_unlock(&core_lock);
-  return ok;
-}
+bool tt_core_initialized(void) { return atomic_load(&core_ready); }
 
 tt_runtime *tt_core_runtime(void) {
+  if (atomic_load(&core_ready)) return core_runtime; /* never changes once ready */
   pthread_mutex_lock(&core_lock);
   tt_runtime *rt = core_runtime;
   pthread_mutex_unlock(&core_lock);

@@ -8,7 +8,7 @@
 #include <torch/library.h>
 
 #include <cstdlib>
-#include <deque>
+#include <unordered_map>
 #include <map>
 #include <mutex>
 
@@ -30,16 +30,34 @@ bool fallback_allowed() {
   return !(v && std::string(v) == "0");
 }
 
-// Owns the memory the tt_args point into for one call.
+// Owns the memory the tt_args point into for one call. Reserved up front
+// (reserve()) so pointers into it stay valid while arguments are added.
 struct ArgArena {
-  std::deque<tt_tensor_ref> refs;
-  std::deque<std::vector<tt_tensor_ref*>> ref_lists;
-  std::deque<std::vector<int64_t>> int_lists;
-  std::deque<std::vector<double>> double_lists;
-  std::deque<std::unique_ptr<bool[]>> bool_lists;
-  std::deque<std::vector<tt_scalar>> scalar_lists;
-  std::deque<std::string> strings;
+  std::vector<tt_tensor_ref> refs;
+  std::vector<std::vector<tt_tensor_ref*>> ref_lists;
+  std::vector<std::vector<int64_t>> int_lists;
+  std::vector<std::vector<double>> double_lists;
+  std::vector<std::unique_ptr<bool[]>> bool_lists;
+  std::vector<std::vector<tt_scalar>> scalar_lists;
+  std::vector<std::string> strings;
   std::vector<at::Tensor> keep_alive;  // uploaded CPU index tensors
+
+  void reserve(const torch::jit::Stack& stack, size_t begin, size_t n) {
+    size_t tensors = 0;
+    for (size_t i = begin; i < begin + n; i++) {
+      const c10::IValue& v = stack[i];
+      if (v.isTensor()) tensors++;
+      else if (v.isList()) tensors += v.toListRef().size();
+    }
+    refs.clear();
+    refs.reserve(tensors + 1);
+    for (auto* lists : {&ref_lists}) lists->reserve(n);
+    int_lists.reserve(n);
+    double_lists.reserve(n);
+    bool_lists.reserve(n);
+    scalar_lists.reserve(n);
+    strings.reserve(n);
+  }
 };
 
 c10::TypeKind base_kind(const c10::TypePtr& type) {
@@ -75,7 +93,7 @@ struct NotNative {};
 tt_tensor_ref* describe(ArgArena& arena, const at::Tensor& t, c10::DeviceIndex* device,
                         bool allow_cpu_upload, const char* op) {
   arena.refs.emplace_back();
-  tt_tensor_ref* ref = &arena.refs.back();
+  tt_tensor_ref* ref = &arena.refs.back();  // capacity reserved: stable
   if (t.is_privateuseone()) {
     if (!is_supported_dtype(t.scalar_type())) throw NotNative{};
     describe_tensor(t, ref);
@@ -226,22 +244,48 @@ bool returns_views(const c10::FunctionSchema& schema) {
   return false;
 }
 
+// What the fallback needs to know about an operator, computed once.
+struct OpInfo {
+  std::string name;      // "add.out"
+  bool returns_views;    // a CPU copy would break aliasing
+  bool tensor_returns;   // every return is a Tensor or Tensor[]
+  bool aliasing;         // returns are the mutated arguments
+  bool allow_upload;     // CPU tensor arguments may be moved to the device
+};
+
+const OpInfo& op_info(const c10::OperatorHandle& op) {
+  thread_local std::unordered_map<const c10::FunctionSchema*, OpInfo> infos;
+  const auto& schema = op.schema();
+  auto it = infos.find(&schema);
+  if (it != infos.end()) return it->second;
+  OpInfo info;
+  info.name = schema.name().substr(6);  // strip "aten::"
+  if (!schema.overload_name().empty()) info.name += "." + schema.overload_name();
+  info.returns_views = returns_views(schema);
+  info.tensor_returns = returns_are_tensors(schema);
+  info.aliasing = returns_alias_written(schema);
+  const std::string& nm = info.name;
+  info.allow_upload = nm.rfind("index", 0) == 0 || nm.rfind("_index_put", 0) == 0 ||
+                      nm.rfind("_foreach", 0) == 0 || nm.rfind("_fused", 0) == 0;
+  return infos.emplace(&schema, std::move(info)).first->second;
+}
+
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
-  std::string name = schema.name().substr(6);  // strip "aten::"
-  if (!schema.overload_name().empty()) name += "." + schema.overload_name();
-  TORCH_CHECK_NOT_IMPLEMENTED(!returns_views(schema), "torch_tpu: view op aten::", name,
+  const OpInfo& info = op_info(op);
+  const std::string& name = info.name;
+  TORCH_CHECK_NOT_IMPLEMENTED(!info.returns_views, "torch_tpu: view op aten::", name,
                               " has no tpu kernel (a CPU copy would break aliasing)");
-  if (!returns_are_tensors(schema)) return cpu_fallback(op, stack, name, "non-tensor result");
+  if (!info.tensor_returns) return cpu_fallback(op, stack, name, "non-tensor result");
   ensure_initialized();
 
   const size_t n = schema.arguments().size();
   auto args_begin = stack->size() - n;
   ArgArena arena;
+  arena.reserve(*stack, args_begin, n);
   std::vector<tt_arg> args(n);
   c10::DeviceIndex device = -1;
-  bool allow_upload = name.rfind("index", 0) == 0 || name.rfind("_index_put", 0) == 0 ||
-                      name.rfind("_foreach", 0) == 0 || name.rfind("_fused", 0) == 0;
+  bool allow_upload = info.allow_upload;
   try {
     for (size_t i = 0; i < n; i++)
       convert_arg(arena, schema.arguments()[i], (*stack)[args_begin + i], &args[i], &device,
@@ -250,7 +294,7 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     return cpu_fallback(op, stack, name, "unsupported dtype");
   }
   if (device < 0) device = current_device();
-  bool aliasing = returns_alias_written(schema);
+  bool aliasing = info.aliasing;
 
   tt_op_result res;
   tt_error* err = tt_op_run(name.c_str(), args.data(), static_cast<int>(n), aliasing, device, &res);
@@ -264,6 +308,7 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
     tt_op_result_clear(&res);
     arena = ArgArena();
+    arena.reserve(*stack, args_begin, n);
     for (size_t i = 0; i < n; i++)
       convert_arg(arena, schema.arguments()[i], (*stack)[args_begin + i], &args[i], &device,
                   name.c_str(), allow_upload);
