@@ -34,7 +34,7 @@ $(PY):
 
 $(DEPS_STAMP): requirements.txt | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q torch==2.13.0 -r requirements.txt
-	$(if $(filter .venv,$(VENV)),$(PY) -c "import site,os; open(os.path.join(site.getsitepackages()[0],'torch_tpu_dev.pth'),'w').write(os.getcwd()+'\\n')")
+	$(if $(filter .venv,$(VENV)),$(PY) tools/dev_pth.py)
 	touch $@
 
 # Compiler flags for the torch headers/libraries, computed once from the venv.

@@ -127,7 +127,7 @@ void convert_arg(ArgArena& arena, const c10::Argument& schema_arg, const c10::IV
   out->written = alias && alias->isWrite();
   out->resizable = out->written && schema_arg.kwarg_only();
   c10::TypeKind kind = base_kind(schema_arg.type());
-  if (v.isNone()) {
+  if (v.isNone() || (v.isTensor() && !v.toTensor().defined())) {
     out->kind = TT_ARG_NONE;
   } else if (v.isTensor()) {
     out->kind = TT_ARG_TENSOR;
@@ -139,7 +139,9 @@ void convert_arg(ArgArena& arena, const c10::Argument& schema_arg, const c10::IV
       arena.ref_lists.emplace_back();
       auto& refs = arena.ref_lists.back();
       for (const auto& e : list)
-        refs.push_back(e.isNone() ? nullptr : describe(arena, e.toTensor(), device, allow_upload, op));
+        refs.push_back(e.isNone() || !e.toTensor().defined()
+                           ? nullptr  // Python's `:` in x[:, i] arrives as an undefined tensor
+                           : describe(arena, e.toTensor(), device, allow_upload, op));
       out->kind = TT_ARG_TENSOR_LIST;
       out->count = static_cast<int>(refs.size());
       out->u.tensors = refs.data();
