@@ -828,6 +828,113 @@ static tt_error *lower_select_scatter(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* diagonal_scatter(self, src, offset, dim1, dim2): self with its diagonal
+ * replaced by src (src's last dim runs along the diagonal). */
+static tt_error *lower_diagonal_scatter(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *src = tt_lc_ref(c, 1);
+  if (!self || !src || !self->storage || !src->storage || self->ndim < 2)
+    return tt_lc_decline(c, "rank < 2 or CPU operands");
+  int64_t offset = tt_lc_int(c, 2, 0);
+  int64_t d1 = tt_wrap_dim(c, tt_lc_int(c, 3, 0), self->ndim);
+  if (d1 < 0) return NULL;
+  int64_t d2 = tt_wrap_dim(c, tt_lc_int(c, 4, 1), self->ndim);
+  if (d2 < 0) return NULL;
+  if (d1 == d2) return tt_lc_decline(c, "dim1 == dim2 (torch raises)");
+  int64_t n1 = self->sizes[d1], n2 = self->sizes[d2];
+  int64_t len = offset >= 0 ? (n1 < n2 - offset ? n1 : n2 - offset)
+                            : (n1 + offset < n2 ? n1 + offset : n2);
+  if (len < 0) len = 0;
+  if (src->dtype != self->dtype || src->ndim != self->ndim - 1)
+    return tt_lc_decline(c, "src rank/dtype mismatch (torch raises)");
+  int64_t map[TT_MAX_DIMS];
+  int j = 0;
+  for (int k = 0; k < self->ndim; k++) {
+    if (k == d1 || k == d2) continue;
+    if (src->sizes[j] != self->sizes[k]) return tt_lc_decline(c, "src shape mismatch (torch raises)");
+    map[j++] = k;
+  }
+  if (src->sizes[j] != len) return tt_lc_decline(c, "src shape mismatch (torch raises)");
+  tt_val x = tt_lc_tensor(c, 0);
+  if (len == 0 || numel_of(self->ndim, self->sizes) == 0) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  /* diagonal element k sits at (k, k + offset) or (k - offset, k) */
+  int64_t along = offset >= 0 ? d1 : d2;
+  map[j] = along;
+  int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0};
+  hi[j] = self->sizes[along] - len;
+  tt_val y = tt_b_pad(b, tt_lc_tensor(c, 1), tt_b_constant(b, self->dtype, 0), lo, hi, NULL);
+  y = tt_b_broadcast_in_dim(b, y, self->ndim, self->sizes, map);
+  tt_shape is = shape_of(TT_I64, self->ndim, self->sizes);
+  tt_val diff = tt_b_binary(b, "subtract", tt_b_iota(b, is, (int)d2), tt_b_iota(b, is, (int)d1));
+  tt_val m = tt_b_compare(b, "EQ", diff, tt_b_full(b, is, (double)offset));
+  tt_lc_output(c, tt_b_select(b, m, y, x));
+  return NULL;
+}
+
+/* Inclusive prefix sum of a 1-D i64 tensor (log-step scan). */
+static tt_val prefix_sum(tt_builder *b, tt_val x) {
+  int64_t n = tt_b_shape(b, x).dims[0];
+  tt_val zero = tt_b_constant(b, TT_I64, 0);
+  for (int64_t s = 1; s < n; s *= 2) {
+    int64_t st = 0, li = n - s, lo = s, hi = 0;
+    tt_val shifted = tt_b_pad(b, tt_b_slice(b, x, &st, &li, NULL), zero, &lo, &hi, NULL);
+    x = tt_b_binary(b, "add", x, shifted);
+  }
+  return x;
+}
+
+/* masked_scatter(self, mask, source): the masked positions of self, in
+ * row-major order, take source's elements in order. */
+static tt_error *lower_masked_scatter(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *mask = tt_lc_ref(c, 1), *src = tt_lc_ref(c, 2);
+  if (!self || !mask || !src || !self->storage || !src->storage)
+    return tt_lc_decline(c, "CPU operands");
+  if (mask->dtype != TT_BOOL) return tt_lc_decline(c, "non-bool mask (torch raises)");
+  if (src->dtype != self->dtype) return tt_lc_decline(c, "source dtype differs (torch raises)");
+  int64_t sn = numel_of(src->ndim, src->sizes);
+  if (sn == 0) return tt_lc_decline(c, "empty source");
+  int args[2] = {0, 1}, nd;
+  int64_t dims[TT_MAX_DIMS];
+  TT_TRY(tt_broadcast_args(c, args, 2, &nd, dims));
+  int64_t n = numel_of(nd, dims);
+  tt_val x = tt_operand(c, 0, self->dtype, nd, dims);
+  if (n == 0) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  tt_val m = tt_b_reshape(b, tt_operand(c, 1, TT_BOOL, nd, dims), 1, &n);
+  tt_val pos = tt_b_binary(b, "subtract", prefix_sum(b, tt_b_convert(b, m, TT_I64)),
+                           tt_b_full(b, shape_of(TT_I64, 1, &n), 1));
+  int64_t idims[2] = {n, 1}, zero = 0, one = 1;
+  pos = tt_b_reshape(b, pos, 2, idims); /* out of range (-1, or past source) clamps */
+  tt_val flat_src = tt_b_reshape(b, tt_lc_tensor(c, 2), 1, &sn);
+  tt_val taken = emit_gather(b, flat_src, pos, NULL, 0, &zero, 1, &zero, 1, 1, &one,
+                             shape_of(self->dtype, 1, &n));
+  tt_val out = tt_b_select(b, m, taken, tt_b_reshape(b, x, 1, &n));
+  tt_lc_output(c, tt_b_reshape(b, out, nd, dims));
+  return NULL;
+}
+
+/* scatter_reduce.two(self, dim, index, src, reduce, include_self): sum, prod,
+ * amax, amin with include_self=True; mean and include_self=False decline. */
+static tt_error *lower_scatter_reduce_two(tt_lower_ctx *c) {
+  const char *reduce = tt_lc_string(c, 4, "");
+  if (!tt_lc_bool(c, 5, true)) return tt_lc_decline(c, "include_self=False");
+  const tt_tensor_ref *src = tt_lc_ref(c, 3);
+  if (!src || !src->storage) return tt_lc_decline(c, "CPU src");
+  if (strcmp(reduce, "sum") == 0) return scatter_common(c, "add");
+  if (strcmp(reduce, "prod") == 0) return scatter_common(c, "multiply");
+  if (strcmp(reduce, "amax") == 0) return scatter_common(c, "maximum");
+  if (strcmp(reduce, "amin") == 0) return scatter_common(c, "minimum");
+  if (strcmp(reduce, "mean") == 0) return tt_lc_decline(c, "reduce='mean'");
+  return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                    "reduce argument must be either sum, prod, mean, amax or amin, got %s", reduce);
+}
+
 TT_LOWERINGS(indexing) = {
     {lower_cat, {"cat", "cat.out"}},
     {lower_index_select, {"index_select", "index_select.out"}},
@@ -853,5 +960,8 @@ TT_LOWERINGS(indexing) = {
     {lower_narrow_copy, {"narrow_copy", "narrow_copy.out"}},
     {lower_slice_scatter, {"slice_scatter", "slice_scatter.out"}},
     {lower_select_scatter, {"select_scatter", "select_scatter.out"}},
+    {lower_diagonal_scatter, {"diagonal_scatter", "diagonal_scatter.out"}},
+    {lower_masked_scatter, {"masked_scatter", "masked_scatter_", "masked_scatter.out"}},
+    {lower_scatter_reduce_two, {"scatter_reduce.two", "scatter_reduce_.two", "scatter_reduce.two_out"}},
     {NULL, {NULL}},
 };

@@ -151,3 +151,31 @@ def test_narrow_copy_and_scatters():
     check(lambda x: torch.narrow_copy(x, 1, 1, 2), torch.randn(2, 4))
     check(lambda x, s: torch.slice_scatter(x, s, 0, 1, None, 2), torch.randn(5, 3), torch.randn(2, 3))
     check(lambda x, s: torch.select_scatter(x, s, 1, -1), torch.arange(6).view(3, 2), T([7, 8, 9]))
+
+
+def test_diagonal_scatter():
+    check(lambda x, s: torch.diagonal_scatter(x, s, 1), torch.randn(3, 4), torch.randn(3))
+    check(lambda x, s: torch.diagonal_scatter(x, s, -1, 0, 2), torch.randn(3, 2, 4), torch.randn(2, 2))
+
+
+def test_masked_scatter():
+    m = T([[True, False, True], [False, True, True]])
+    check(lambda x, m, s: x.masked_scatter(m, s), torch.randn(2, 3), m, torch.randn(5))
+    check(lambda x, m, s: x.clone().masked_scatter_(m, s), torch.arange(6).view(2, 3), T([False, True, True]),
+          torch.arange(10, 20).view(2, 5))
+
+
+def test_scatter_reduce_two():
+    idx = T([0, 2, 0, 2])
+    for r in ("sum", "prod", "amax", "amin"):
+        check(lambda x, i, s: x.scatter_reduce(0, i, s, r), torch.randn(3), idx, torch.randn(4))
+
+
+def test_low_precision_and_integer_dtypes():
+    idx = T([0, 2, 0])
+    check(lambda x, i, s: x.index_add(0, i, s), torch.randn(3, 2).bfloat16(), idx, torch.randn(3, 2).bfloat16())
+    check(lambda x, i: x[i], torch.randn(4).half(), idx)
+    check(lambda x, i, s: x.scatter_add(0, i, s), torch.arange(3, dtype=torch.int16), idx,
+          torch.arange(3, dtype=torch.int16))
+    check(lambda a, b: torch.cat([a, b]), torch.randn(2).half(), torch.arange(2, dtype=torch.uint8))
+    check(lambda x: x.flip(0).roll(1).triu(), (torch.rand(3, 3) > 0.5))
