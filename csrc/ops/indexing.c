@@ -390,7 +390,6 @@ static tt_error *adv_index_plan(tt_lower_ctx *c, const tt_tensor_ref *self, adv_
     if (!is_index_dtype(r->dtype))
       return tt_lc_fail(c, TT_ERR_INDEX,
                         "tensors used as indices must be long, int, byte or bool tensors");
-    if (!r->storage) return tt_lc_decline(c, "CPU scalar index");
     int nd;
     int64_t dims[TT_MAX_DIMS];
     if (!tt_broadcast_dims(p->bnd, p->bdims, r->ndim, r->sizes, &nd, dims))

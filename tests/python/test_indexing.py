@@ -132,6 +132,8 @@ def test_flip_roll_grad():
 
 def test_repeat():
     check(lambda x: x.repeat(2, 1, 3), torch.randn(2, 3))
+    # backward is sum.dim_IntList (reduction family): compare values only
+    check(lambda x: x.repeat(1, 2), torch.randn(2, 3), grad=True, native=False)
 
 
 def test_constant_pad_grad():
@@ -149,12 +151,14 @@ def test_slice_select_diagonal_backward():
 
 def test_narrow_copy_and_scatters():
     check(lambda x: torch.narrow_copy(x, 1, 1, 2), torch.randn(2, 4))
-    check(lambda x, s: torch.slice_scatter(x, s, 0, 1, None, 2), torch.randn(5, 3), torch.randn(2, 3))
+    check(lambda x, s: torch.slice_scatter(x, s, 0, 1, None, 2), torch.randn(5, 3), torch.randn(2, 3),
+          grad=True)
+    check(lambda x, s: torch.select_scatter(x, s, 0, 2), torch.randn(3, 2), torch.randn(2), grad=True)
     check(lambda x, s: torch.select_scatter(x, s, 1, -1), torch.arange(6).view(3, 2), T([7, 8, 9]))
 
 
 def test_diagonal_scatter():
-    check(lambda x, s: torch.diagonal_scatter(x, s, 1), torch.randn(3, 4), torch.randn(3))
+    check(lambda x, s: torch.diagonal_scatter(x, s, 1), torch.randn(3, 4), torch.randn(3), grad=True)
     check(lambda x, s: torch.diagonal_scatter(x, s, -1, 0, 2), torch.randn(3, 2, 4), torch.randn(2, 2))
 
 
@@ -179,3 +183,15 @@ def test_low_precision_and_integer_dtypes():
           torch.arange(3, dtype=torch.int16))
     check(lambda a, b: torch.cat([a, b]), torch.randn(2).half(), torch.arange(2, dtype=torch.uint8))
     check(lambda x: x.flip(0).roll(1).triu(), (torch.rand(3, 3) > 0.5))
+
+
+def test_user_errors_match_torch():
+    x = torch.randn(2, 3).to("tpu")
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        torch.cat([x, torch.randn(2, 2).to("tpu")])
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        torch.ops.aten.index.Tensor(x, [T([0]).to("tpu")] * 3)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.flip(2)
+    with pytest.raises(RuntimeError, match="must have at least 2 dimensions"):
+        torch.randn(3).to("tpu").triu()
