@@ -88,8 +88,6 @@ def test_index_adjacent_and_separated_grad():
     check(lambda x, i, j: x[i, j], x, T(1), T([[0, 1]]))
 
 
-@pytest.mark.xfail(reason="csrc/torch/fallback.cpp: undefined tensors in Tensor?[] lists are not "
-                          "treated as None", raises=RuntimeError, strict=False)
 def test_index_python_slice_syntax():
     check(lambda x, i: x[:, i], torch.randn(3, 4), T([3, 1]), grad=True)
 
