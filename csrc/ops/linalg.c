@@ -33,7 +33,7 @@ static bool is_tensor(const tt_lower_ctx *c, int i) {
   return a && a->kind == TT_ARG_TENSOR && a->u.tensor->storage;
 }
 
-/* Static 1-D constant (values exactly representable in dt). */
+/* Static 1-D constant of small integer values (counts). */
 static tt_val const_vec(tt_builder *b, tt_dtype dt, const double *v, int64_t n) {
   size_t cap = (size_t)n * 32 + 128, off = 0;
   char *attrs = malloc(cap);
@@ -41,7 +41,8 @@ static tt_val const_vec(tt_builder *b, tt_dtype dt, const double *v, int64_t n) 
   off += (size_t)snprintf(attrs + off, cap - off, "value = dense<[");
   for (int64_t i = 0; i < n; i++) {
     if (tt_dtype_is_floating(dt))
-      off += (size_t)snprintf(attrs + off, cap - off, i ? ", %.17g" : "%.17g", v[i]);
+      off += (size_t)snprintf(attrs + off, cap - off, i ? ", %" PRId64 ".0" : "%" PRId64 ".0",
+                              (int64_t)v[i]);
     else
       off += (size_t)snprintf(attrs + off, cap - off, i ? ", %" PRId64 : "%" PRId64,
                               (int64_t)v[i]);
