@@ -386,4 +386,12 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
+// Ops whose CompositeExplicitAutograd kernel would outrank the fallback and
+// end in a dead end (convolution -> convolution_overrideable): route them to
+// the core explicitly.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+}
+
 }  // namespace torch_tpu
