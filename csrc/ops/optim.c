@@ -227,8 +227,10 @@ static tt_error *foreach_element(tt_lower_ctx *c, fe_fn fn, int j, tt_val *out) 
   tt_val r = TT_INVALID;
   switch (fn) {
     case F_ADD: case F_SUB: {
+      /* alpha is a runtime parameter: the cache key holds its kind, not its
+       * value, so it is always applied (never skipped when it is 1) */
       const tt_scalar *alpha = tt_lc_scalar_ref(c, 2);
-      if (alpha && !(alpha->kind != TT_SCALAR_FLOAT && alpha->i == 1)) {
+      if (alpha) {
         if (alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(rt))
           return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                             "For integral input tensors, argument alpha must not be a floating point number.");
@@ -299,9 +301,7 @@ static tt_error *lower_foreach_norm(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   int n = tt_lc_list_len(c, 0);
   if (n == 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Tensor list must have at least one tensor.");
-  const tt_scalar *ord = tt_lc_scalar_ref(c, 1);
-  double o = ord ? (ord->kind == TT_SCALAR_FLOAT ? ord->f : (double)ord->i) : 2.0;
-  if (!(o == 1 || o == 2 || isinf(o) > 0)) return tt_lc_decline(c, "norm of order %g", o);
+  if (tt_lc_kind(c, 1) != TT_ARG_SCALAR) return tt_lc_decline(c, "ord is not a Scalar");
   for (int j = 0; j < n; j++) {
     const tt_tensor_ref *r = tt_lc_list_ref(c, 0, j);
     if (!r || !tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "norm of a non-float tensor");
@@ -311,14 +311,23 @@ static tt_error *lower_foreach_norm(tt_lower_ctx *c) {
     tt_val x = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_list_tensor(c, 0, j), ct));
     int64_t dims[TT_MAX_DIMS];
     for (int k = 0; k < r->ndim; k++) dims[k] = k;
-    tt_val v;
-    if (isinf(o)) {
-      v = tt_reduce_max(b, x, dims, r->ndim);
-    } else if (o == 1) {
-      v = tt_sum(b, x, dims, r->ndim);
-    } else {
-      v = tt_b_unary(b, "sqrt", tt_sum(b, tt_b_binary(b, "multiply", x, x), dims, r->ndim));
-    }
+    /* ord is a runtime parameter (the cache key holds only its kind): every
+     * order is computed and the right one selected at run time. */
+    tt_val o = tt_lc_scalar(c, 1, ct);
+    tt_val vmax = tt_reduce_max(b, x, dims, r->ndim);
+    tt_val vmin = tt_reduce_min(b, x, dims, r->ndim);
+    tt_val v1 = tt_sum(b, x, dims, r->ndim);
+    tt_val v2 = tt_b_unary(b, "sqrt", tt_sum(b, tt_b_binary(b, "multiply", x, x), dims, r->ndim));
+    tt_val nz = tt_sum(b, tt_b_convert(b, tt_b_compare(b, "NE", x, tt_full_like(b, x, 0)), ct), dims, r->ndim);
+    tt_val ob = tt_b_broadcast_to(b, o, r->ndim, r->sizes);
+    tt_val vp = tt_b_binary(b, "power", tt_sum(b, tt_b_binary(b, "power", x, ob), dims, r->ndim),
+                            tt_b_binary(b, "divide", tt_b_constant(b, ct, 1), o));
+    tt_val v = vp;
+    v = tt_b_select(b, tt_b_compare(b, "EQ", o, tt_b_constant(b, ct, 0)), nz, v);
+    v = tt_b_select(b, tt_b_compare(b, "EQ", o, tt_b_constant(b, ct, 1)), v1, v);
+    v = tt_b_select(b, tt_b_compare(b, "EQ", o, tt_b_constant(b, ct, 2)), v2, v);
+    v = tt_b_select(b, tt_b_compare(b, "EQ", o, tt_b_constant(b, ct, INFINITY)), vmax, v);
+    v = tt_b_select(b, tt_b_compare(b, "EQ", o, tt_b_constant(b, ct, -INFINITY)), vmin, v);
     tt_lc_output(c, tt_b_convert(b, v, odt));
   }
   return NULL;

@@ -13,7 +13,13 @@ from harness import check as _check
 # core, so the _foreach lowerings in optim.c are not reached until
 # csrc/torch registers the fallback for the _foreach names explicitly. Until
 # then these tests compare values only.
-FOREACH_REACHES_BACKEND = False
+def _foreach_reaches_backend():
+    table = torch._C._dispatch_dump_table("aten::_foreach_add_.List")
+    line = [ln for ln in table.splitlines() if ln.startswith("PrivateUse1:")]
+    return bool(line) and "RegisterCompositeExplicitAutograd" not in line[0]
+
+
+FOREACH_REACHES_BACKEND = _foreach_reaches_backend()
 
 
 def check(*args, **kw):
@@ -56,20 +62,23 @@ def test_foreach_binary_variants(dtype):
     check(lambda x: torch._foreach_pow(x, 2.0), a)
 
 
-def test_foreach_inplace_and_one_program(tmp_path, monkeypatch):
+def test_foreach_inplace_and_one_program():
     a, b = lists(*SHAPES), lists(*SHAPES)
+    d = [e.abs() + 1 for e in lists(*SHAPES)]
 
-    def f(x, y):
+    def f(x, y, d):
         x = [e.clone() for e in x]
         torch._foreach_add_(x, y, alpha=2)
         torch._foreach_mul_(x, 0.9)
         torch._foreach_lerp_(x, y, 0.3)
         torch._foreach_addcmul_(x, y, y, value=0.01)
-        torch._foreach_addcdiv_(x, y, [e.abs() + 1 for e in y], [0.1, -0.2, 0.3])
+        torch._foreach_addcdiv_(x, y, d, [0.1, -0.2, 0.3])
         torch._foreach_maximum_(x, y)
         torch._foreach_zero_(y)
         return x, y
-    check(f, a, b)
+    check(f, a, b, d)
+    check(lambda x, y: torch._foreach_add(x, y, alpha=1), a, b)
+    check(lambda x, y: torch._foreach_add(x, y, alpha=3), a, b)
 
 
 def test_foreach_unary():
@@ -105,6 +114,8 @@ def test_foreach_norm():
     check(lambda x: torch._foreach_norm(x), a)
     check(lambda x: torch._foreach_norm(x, 1), a)
     check(lambda x: torch._foreach_norm(x, float("inf")), a)
+    check(lambda x: torch._foreach_norm(x, 3), a, rtol=1e-4)
+    check(lambda x: torch._foreach_norm(x, 0), a)
     check(lambda x: torch._foreach_norm(x), [e.to(torch.bfloat16) for e in a])
 
 
@@ -153,7 +164,7 @@ def test_optimizer_matches_cpu(name, impl):
                 torch_tpu.debug.reset_fallback_report()
                 o.step()
                 report = torch_tpu.debug.fallback_report()
-                if impl == "fused":  # foreach/single-tensor: per-tensor ops of other families
+                if impl == "fused" or (impl == "foreach" and FOREACH_REACHES_BACKEND):
                     assert not report, f"ops fell back to CPU: {report}"
             else:
                 o.step()
