@@ -1,5 +1,8 @@
 /* Copies, fills and factory ops: copy_, fill_, zero_, clone, and the
  * tensor factories (full, arange, ...). */
+#include <math.h>
+#include <string.h>
+
 #include "ops/common.h"
 
 /* copy_(self, src, non_blocking): src broadcast to self's shape and cast to
@@ -49,10 +52,482 @@ static tt_error *lower_clone(tt_lower_ctx *c) {
   return NULL;
 }
 
+
+/* ------------------------------------------------------------ factories */
+
+static int64_t numel_of(const tt_tensor_ref *r) {
+  int64_t n = 1;
+  for (int i = 0; i < r->ndim; i++) n *= r->sizes[i];
+  return n;
+}
+
+static double scalar_as_double(const tt_scalar *s) {
+  return s->kind == TT_SCALAR_FLOAT ? s->f : (double)s->i;
+}
+
+/* arange.start_out(start, end, step, *, out) / arange.out(end, *, out).
+ * The length follows torch's rule for the out dtype; values are
+ * start + step * i computed in f64 (float outs) or i64 (integer outs), with
+ * start and step as runtime parameters. */
+static tt_error *lower_arange(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  bool has_start = tt_lc_nargs(c) >= 4;
+  int i_start = has_start ? 0 : -1, i_end = has_start ? 1 : 0, i_step = has_start ? 2 : -1;
+  int i_out = has_start ? 3 : 1;
+  const tt_tensor_ref *out = tt_lc_ref(c, i_out);
+  if (!out) return tt_lc_decline(c, "out is not a tensor");
+  tt_scalar zero = {TT_SCALAR_INT, 0, 0}, one = {TT_SCALAR_INT, 1, 0};
+  const tt_scalar *ps = i_start >= 0 ? tt_lc_scalar_ref(c, i_start) : &zero;
+  const tt_scalar *pe = tt_lc_scalar_ref(c, i_end);
+  const tt_scalar *pst = i_step >= 0 ? tt_lc_scalar_ref(c, i_step) : &one;
+  if (!ps || !pe || !pst) return tt_lc_decline(c, "start/end/step are not Scalars");
+  tt_dtype dt = out->dtype;
+  if (dt == TT_BOOL || !(tt_dtype_is_floating(dt) || tt_dtype_is_integral(dt)))
+    return tt_lc_decline(c, "arange into %s", tt_dtype_name(dt));
+  bool integral = tt_dtype_is_integral(dt);
+  if (integral && (ps->kind == TT_SCALAR_FLOAT || pe->kind == TT_SCALAR_FLOAT ||
+                   pst->kind == TT_SCALAR_FLOAT))
+    return tt_lc_decline(c, "float bounds with an integer out");
+  double start = scalar_as_double(ps), end = scalar_as_double(pe), step = scalar_as_double(pst);
+  if (dt == TT_F16 || dt == TT_BF16) { /* torch reads the bounds as float (acc type) */
+    start = (float)start;
+    end = (float)end;
+    step = (float)step;
+  }
+  if (step == 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "step must be nonzero");
+  if (!isfinite(start) || !isfinite(end))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "unsupported range: %g -> %g", start, end);
+  if (!((step > 0 && end >= start) || (step < 0 && end <= start)))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "upper bound and larger bound inconsistent with step sign");
+  int64_t size;
+  if (integral) {
+    int64_t xs = ps->i, xe = pe->i, xst = pst->i;
+    int64_t sgn = (xst > 0) - (xst < 0);
+    size = (xe - xs + xst - sgn) / xst;
+  } else {
+    double size_d = ceil((end - start) / step);
+    if (!(size_d >= 0 && size_d <= 9.2e18))
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "invalid size, possible overflow?");
+    size = (int64_t)size_d;
+  }
+  if (size <= 0) /* the compile cache keys on the out shape, not the bounds */
+    return tt_lc_decline(c, "empty arange");
+  tt_shape s = tt_shape_make(integral ? TT_I64 : TT_F64, 1, &size);
+  tt_val idx = tt_b_iota(b, s, 0);
+  tt_val v0 = i_start >= 0 ? tt_lc_scalar(c, i_start, s.dtype) : tt_b_constant(b, s.dtype, 0);
+  tt_val st = i_step >= 0 ? tt_lc_scalar(c, i_step, s.dtype) : tt_b_constant(b, s.dtype, 1);
+  tt_val r = tt_b_binary(b, "add", tt_b_broadcast_to(b, v0, 1, &size),
+                         tt_b_binary(b, "multiply", tt_b_broadcast_to(b, st, 1, &size), idx));
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
+}
+
+/* linspace.out(start, end, steps, *, out): torch's two-sided formula
+ * (start + step*i for the first half, end - step*(steps-1-i) after). */
+static tt_error *lower_linspace(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *out = tt_lc_ref(c, 3);
+  int64_t steps = tt_lc_int(c, 2, -1);
+  if (!out) return tt_lc_decline(c, "out is not a tensor");
+  if (steps < 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "number of steps must be non-negative");
+  tt_dtype dt = out->dtype;
+  if (!tt_dtype_is_floating(dt) && !tt_dtype_is_integral(dt))
+    return tt_lc_decline(c, "linspace into %s", tt_dtype_name(dt));
+  if (steps == 0) return tt_lc_decline(c, "empty linspace");
+  /* float outs compute in their own dtype (f32 for f16/bf16), integer outs in f64 */
+  tt_dtype ct = tt_dtype_is_floating(dt) ? (dt == TT_F64 ? TT_F64 : TT_F32) : TT_F64;
+  tt_shape s = tt_shape_make(ct, 1, &steps);
+  tt_val start = tt_lc_scalar(c, 0, ct), end = tt_lc_scalar(c, 1, ct);
+  if (tt_dtype_is_floating(dt) && dt != ct) { /* torch rounds the bounds to the out dtype first */
+    start = tt_b_convert(b, tt_b_convert(b, start, dt), ct);
+    end = tt_b_convert(b, tt_b_convert(b, end, dt), ct);
+  }
+  if (!tt_dtype_is_floating(dt)) { /* integer outs take integer bounds */
+    start = tt_b_convert(b, tt_b_convert(b, start, TT_I64), ct);
+    end = tt_b_convert(b, tt_b_convert(b, end, TT_I64), ct);
+  }
+  tt_val r;
+  if (steps == 1) {
+    r = tt_b_broadcast_to(b, start, 1, &steps);
+  } else {
+    tt_val step = tt_b_binary(b, "divide", tt_b_binary(b, "subtract", end, start),
+                              tt_b_constant(b, ct, (double)(steps - 1)));
+    tt_val idx = tt_b_iota(b, s, 0);
+    tt_val stepv = tt_b_broadcast_to(b, step, 1, &steps);
+    tt_val lo = tt_b_binary(b, "add", tt_b_broadcast_to(b, start, 1, &steps),
+                            tt_b_binary(b, "multiply", stepv, idx));
+    tt_val rev = tt_b_binary(b, "subtract", tt_b_full(b, s, (double)(steps - 1)), idx);
+    tt_val hi = tt_b_binary(b, "subtract", tt_b_broadcast_to(b, end, 1, &steps),
+                            tt_b_binary(b, "multiply", stepv, rev));
+    tt_val first = tt_b_compare(b, "LT", idx, tt_b_full(b, s, (double)(steps / 2)));
+    r = tt_b_select(b, first, lo, hi);
+  }
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
+}
+
+/* eye.m_out(n, m, *, out) / eye.out(n, *, out) */
+static tt_error *lower_eye(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  bool has_m = tt_lc_nargs(c) >= 3;
+  int64_t n = tt_lc_int(c, 0, -1), m = has_m ? tt_lc_int(c, 1, -1) : n;
+  const tt_tensor_ref *out = tt_lc_ref(c, has_m ? 2 : 1);
+  if (!out) return tt_lc_decline(c, "out is not a tensor");
+  if (n < 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "n must be greater or equal to 0, got %lld", (long long)n);
+  if (m < 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "m must be greater or equal to 0, got %lld", (long long)m);
+  int64_t dims[2] = {n, m};
+  tt_shape s = tt_shape_make(TT_I64, 2, dims);
+  tt_val eq = tt_b_compare(b, "EQ", tt_b_iota(b, s, 0), tt_b_iota(b, s, 1));
+  tt_lc_output(c, tt_b_convert(b, eq, out->dtype));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ random */
+
+/* n random words (U32 or U64) from a fresh PHILOX state, as a 1-d tensor. */
+static tt_val random_bits(tt_lower_ctx *c, int64_t n, tt_dtype word) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_val state = tt_lc_rng_state(c);
+  int64_t two = 2;
+  tt_shape outs[2] = {tt_shape_make(TT_U64, 1, &two), tt_shape_make(word, 1, &n)};
+  tt_val res[2] = {TT_INVALID, TT_INVALID};
+  if (!tt_b_op_multi(b, "stablehlo.rng_bit_generator", &state, 1,
+                     "rng_algorithm = #stablehlo<rng_algorithm PHILOX>", NULL, outs, 2, res))
+    return TT_INVALID;
+  return res[1];
+}
+
+static int mantissa_digits(tt_dtype dt) {
+  switch (dt) {
+    case TT_F16: return 11;
+    case TT_BF16: return 8;
+    case TT_F64: return 53;
+    default: return 24;
+  }
+}
+
+/* Uniform [0, 1) values of dtype ct (f32 or f64), n of them (1-d), with
+ * `digits` random bits: k * 2^-digits, exact in ct. */
+static tt_val uniform01(tt_lower_ctx *c, int64_t n, tt_dtype ct, int digits) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype word = digits > 32 ? TT_U64 : TT_U32;
+  tt_val bits = random_bits(c, n, word);
+  int width = word == TT_U64 ? 64 : 32;
+  tt_shape ws = tt_shape_make(word, 1, &n);
+  tt_val sh = tt_b_broadcast_to(b, tt_b_constant_int(b, word, width - digits), 1, &n);
+  bits = tt_b_op(b, "stablehlo.shift_right_logical", (tt_val[]){bits, sh}, 2, NULL, ws);
+  tt_val u = tt_b_convert(b, bits, ct);
+  return tt_b_binary(b, "multiply", u, tt_b_full(b, tt_shape_make(ct, 1, &n), ldexp(1.0, -digits)));
+}
+
+static tt_val to_shape(tt_builder *b, tt_val flat, const tt_tensor_ref *r) {
+  return tt_b_reshape(b, flat, r->ndim, r->sizes);
+}
+
+static tt_error *check_random_target(tt_lower_ctx *c, const tt_tensor_ref *self, int gen_arg) {
+  if (!self) return tt_lc_decline(c, "self is not a tensor");
+  if (tt_lc_kind(c, gen_arg) == TT_ARG_GENERATOR) return tt_lc_decline(c, "explicit generator");
+  return NULL;
+}
+
+/* uniform_(self, from, to): from + (to - from) * u with u = k * 2^-digits of
+ * self's dtype, computed in self's dtype like torch. */
+static tt_error *lower_uniform(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  TT_TRY(check_random_target(c, self, 3));
+  tt_dtype dt = self->dtype;
+  if (!tt_dtype_is_floating(dt))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "\"check_uniform_bounds\" not implemented for '%s'",
+                      tt_dtype_name(dt));
+  double from = tt_lc_double(c, 1, 0.0), to = tt_lc_double(c, 2, 1.0);
+  if (!(from <= to))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to);
+  int64_t n = numel_of(self);
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_lc_ref_shape(self), 0));
+    return NULL;
+  }
+  tt_val u = uniform01(c, n, dt == TT_F64 ? TT_F64 : TT_F32, mantissa_digits(dt));
+  u = tt_b_convert(b, u, dt); /* exact: digits fit dt */
+  tt_shape s = tt_shape_make(dt, 1, &n);
+  tt_val r = tt_b_binary(b, "add", tt_b_binary(b, "multiply", u, tt_b_full(b, s, to - from)),
+                         tt_b_full(b, s, from));
+  tt_lc_output(c, to_shape(b, r, self));
+  return NULL;
+}
+
+/* Standard normal values (Box-Muller), n of them, in ct (f32 or f64). */
+static tt_val standard_normal(tt_lower_ctx *c, int64_t n, tt_dtype ct) {
+  tt_builder *b = tt_lc_builder(c);
+  int64_t half = (n + 1) / 2, two = 2 * half;
+  int digits = ct == TT_F64 ? 53 : 24;
+  tt_val u = uniform01(c, two, ct, digits);
+  tt_shape hs = tt_shape_make(ct, 1, &half);
+  int64_t z0 = 0, h1 = half, z1 = half, e1 = two;
+  tt_val u1 = tt_b_slice(b, u, &z0, &h1, NULL), u2 = tt_b_slice(b, u, &z1, &e1, NULL);
+  /* u1 in (0, 1] so the log is finite */
+  u1 = tt_b_binary(b, "subtract", tt_b_full(b, hs, 1.0), u1);
+  tt_val radius = tt_b_unary(b, "sqrt", tt_b_binary(b, "multiply", tt_b_full(b, hs, -2.0),
+                                                    tt_b_unary(b, "log", u1)));
+  tt_val theta = tt_b_binary(b, "multiply", tt_b_full(b, hs, 2.0 * M_PI), u2);
+  tt_val z = tt_b_concat(b, (tt_val[]){tt_b_binary(b, "multiply", radius, tt_b_unary(b, "cosine", theta)),
+                                       tt_b_binary(b, "multiply", radius, tt_b_unary(b, "sine", theta))},
+                         2, 0);
+  if (two != n) {
+    int64_t lo = 0;
+    z = tt_b_slice(b, z, &lo, &n, NULL);
+  }
+  return z;
+}
+
+/* normal_(self, mean, std) */
+static tt_error *lower_normal_(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  TT_TRY(check_random_target(c, self, 3));
+  tt_dtype dt = self->dtype;
+  if (!tt_dtype_is_floating(dt))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "\"normal_kernel_cpu\" not implemented for '%s'",
+                      tt_dtype_name(dt));
+  double mean = tt_lc_double(c, 1, 0.0), std = tt_lc_double(c, 2, 1.0);
+  if (std < 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "normal expects std >= 0.0, but found std %g", std);
+  int64_t n = numel_of(self);
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_lc_ref_shape(self), 0));
+    return NULL;
+  }
+  tt_dtype ct = dt == TT_F64 ? TT_F64 : TT_F32;
+  tt_shape s = tt_shape_make(ct, 1, &n);
+  tt_val z = standard_normal(c, n, ct);
+  z = tt_b_binary(b, "add", tt_b_binary(b, "multiply", z, tt_b_full(b, s, std)), tt_b_full(b, s, mean));
+  tt_lc_output(c, to_shape(b, tt_b_convert(b, z, dt), self));
+  return NULL;
+}
+
+/* normal.Tensor_float(mean, std) / normal.float_Tensor(mean, std) /
+ * normal.Tensor_Tensor(mean, std): a new tensor mean + std * z. */
+static tt_error *lower_normal(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  if (tt_lc_kind(c, 2) == TT_ARG_GENERATOR) return tt_lc_decline(c, "explicit generator");
+  const tt_tensor_ref *m = tt_lc_ref(c, 0), *s = tt_lc_ref(c, 1);
+  if ((m && !m->storage) || (s && !s->storage)) return tt_lc_decline(c, "CPU scalar operand");
+  int nd = 0;
+  int64_t dims[TT_MAX_DIMS];
+  tt_dtype dt;
+  if (m && s) {
+    if (!tt_dtype_is_floating(m->dtype) || !tt_dtype_is_floating(s->dtype) || m->dtype != s->dtype)
+      return tt_lc_decline(c, "normal over %s and %s", tt_dtype_name(m->dtype), tt_dtype_name(s->dtype));
+    bool same = m->ndim == s->ndim;
+    for (int i = 0; same && i < m->ndim; i++) same = m->sizes[i] == s->sizes[i];
+    if (!same) return tt_lc_decline(c, "normal with differently shaped mean and std");
+    dt = m->dtype;
+    nd = m->ndim;
+    for (int i = 0; i < nd; i++) dims[i] = m->sizes[i];
+  } else {
+    const tt_tensor_ref *t = m ? m : s;
+    if (!t) return tt_lc_decline(c, "no tensor operand");
+    if (!tt_dtype_is_floating(t->dtype)) return tt_lc_decline(c, "normal over %s", tt_dtype_name(t->dtype));
+    dt = t->dtype;
+    nd = t->ndim;
+    for (int i = 0; i < nd; i++) dims[i] = t->sizes[i];
+  }
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= dims[i];
+  tt_dtype ct = dt == TT_F64 ? TT_F64 : TT_F32;
+  tt_shape os = tt_shape_make(ct, nd, dims);
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, nd, dims), 0));
+    return NULL;
+  }
+  tt_val z = tt_b_reshape(b, standard_normal(c, n, ct), nd, dims);
+  tt_val mean = m ? tt_b_convert(b, tt_lc_tensor(c, 0), ct) : tt_b_full(b, os, tt_lc_double(c, 0, 0.0));
+  tt_val std = s ? tt_b_convert(b, tt_lc_tensor(c, 1), ct) : tt_b_full(b, os, tt_lc_double(c, 1, 1.0));
+  if (!s && tt_lc_double(c, 1, 1.0) < 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "normal expects std >= 0.0, but found std %g",
+                      tt_lc_double(c, 1, 1.0));
+  tt_val r = tt_b_binary(b, "add", tt_b_binary(b, "multiply", z, std), mean);
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
+}
+
+/* bernoulli_.float(self, p) / bernoulli.p(self, p): u < p, u with 24 (53
+ * for f64 p) random bits, in self's dtype. */
+static tt_error *lower_bernoulli_float(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  TT_TRY(check_random_target(c, self, 2));
+  double p = tt_lc_double(c, 1, 0.5);
+  if (!(p >= 0 && p <= 1))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "bernoulli_ expects p to be in [0, 1], but got p=%g", p);
+  tt_dtype dt = self->dtype;
+  if (!tt_dtype_is_floating(dt) && !tt_dtype_is_integral(dt) && dt != TT_BOOL)
+    return tt_lc_decline(c, "bernoulli into %s", tt_dtype_name(dt));
+  int64_t n = numel_of(self);
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_lc_ref_shape(self), 0));
+    return NULL;
+  }
+  tt_val u = uniform01(c, n, TT_F64, 53);
+  tt_val hit = tt_b_compare(b, "LT", u, tt_b_full(b, tt_shape_make(TT_F64, 1, &n), p));
+  tt_lc_output(c, to_shape(b, tt_b_convert(b, hit, dt), self));
+  return NULL;
+}
+
+/* bernoulli_.Tensor(self, p) (p broadcast to self) and bernoulli(self)
+ * (self holds the probabilities): u < p. */
+static tt_error *lower_bernoulli_tensor(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  bool inplace = tt_lc_nargs(c) >= 3;
+  int ip = inplace ? 1 : 0;
+  TT_TRY(check_random_target(c, self, inplace ? 2 : 1));
+  const tt_tensor_ref *p = tt_lc_ref(c, ip);
+  if (!p) return tt_lc_decline(c, "p is not a tensor");
+  if (!tt_dtype_is_floating(p->dtype)) return tt_lc_decline(c, "p of dtype %s", tt_dtype_name(p->dtype));
+  tt_dtype dt = self->dtype;
+  if (!tt_dtype_is_floating(dt) && !tt_dtype_is_integral(dt) && dt != TT_BOOL)
+    return tt_lc_decline(c, "bernoulli into %s", tt_dtype_name(dt));
+  int64_t n = numel_of(self);
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_lc_ref_shape(self), 0));
+    return NULL;
+  }
+  tt_dtype ct = p->dtype == TT_F64 ? TT_F64 : TT_F32;
+  tt_val u = tt_b_reshape(b, uniform01(c, n, ct, ct == TT_F64 ? 53 : 24), self->ndim, self->sizes);
+  tt_val pv = tt_operand(c, ip, ct, self->ndim, self->sizes);
+  tt_val hit = tt_b_compare(b, "LT", u, pv);
+  tt_lc_output(c, tt_b_convert(b, hit, dt));
+  return NULL;
+}
+
+/* Largest integer of dt that random_() produces (inclusive upper bound). */
+static bool random_max(tt_dtype dt, uint64_t *max) {
+  switch (dt) {
+    case TT_BOOL: *max = 1; return true;
+    case TT_U8: *max = 255; return true;
+    case TT_I8: *max = 127; return true;
+    case TT_I16: *max = 32767; return true;
+    case TT_I32: *max = 2147483647; return true;
+    case TT_I64: *max = (uint64_t)INT64_MAX; return true;
+    case TT_F16: case TT_BF16: case TT_F32: case TT_F64:
+      *max = (uint64_t)1 << mantissa_digits(dt);
+      return true;
+    default: return false;
+  }
+}
+
+/* random_(self) / random_.from(self, from, to) / random_.to(self, to):
+ * from + bits % (to - from), like torch (32 random bits for ranges below
+ * 2^32, 64 otherwise). */
+static tt_error *lower_random(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const char *name = tt_lc_op_name(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  bool is_from = strstr(name, ".from") != NULL, is_to = strstr(name, ".to") != NULL;
+  int gen = is_from ? 3 : (is_to ? 2 : 1);
+  TT_TRY(check_random_target(c, self, gen));
+  tt_dtype dt = self->dtype;
+  uint64_t max;
+  if (!random_max(dt, &max)) return tt_lc_decline(c, "random_ into %s", tt_dtype_name(dt));
+  int64_t from = 0;
+  uint64_t range; /* 0 means the full 2^64 range */
+  if (is_from) {
+    from = tt_lc_int(c, 1, 0);
+    if (tt_lc_is_none(c, 2)) {
+      if (from < 0 && !tt_dtype_is_floating(dt) && dt != TT_I64)
+        return tt_lc_decline(c, "random_ from a negative bound without to");
+      range = max - (uint64_t)from + 1;
+    } else {
+      int64_t to = tt_lc_int(c, 2, 0);
+      if (!(from < to))
+        return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                          "random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
+                          (long long)from, (long long)to);
+      range = (uint64_t)to - (uint64_t)from;
+    }
+  } else if (is_to) {
+    int64_t to = tt_lc_int(c, 1, 0);
+    if (!(to > 0))
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "random_ expects 'from' to be less than 'to', but got from=0 >= to=%lld",
+                        (long long)to);
+    range = (uint64_t)to;
+  } else {
+    range = max + 1;
+  }
+  /* the values must be exact in dt (torch checks this for float dtypes) */
+  if (tt_dtype_is_floating(dt)) {
+    uint64_t lim = (uint64_t)1 << mantissa_digits(dt);
+    int64_t hi = from + (int64_t)(range - 1);
+    if (from < -(int64_t)lim || hi > (int64_t)lim) return tt_lc_decline(c, "random_ range not exact in %s", tt_dtype_name(dt));
+  }
+  int64_t n = numel_of(self);
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_lc_ref_shape(self), 0));
+    return NULL;
+  }
+  tt_val v;
+  if (range != 0 && range <= 0xFFFFFFFFull) {
+    tt_val bits = random_bits(c, n, TT_U32);
+    tt_val r = tt_b_broadcast_to(b, tt_b_constant_int(b, TT_U32, (int64_t)range), 1, &n);
+    v = tt_b_convert(b, tt_b_binary(b, "remainder", bits, r), TT_I64);
+  } else {
+    tt_val bits = random_bits(c, n, TT_U64);
+    if (range != 0) {
+      tt_val r = tt_b_broadcast_to(b, tt_b_constant_int(b, TT_U64, (int64_t)range), 1, &n);
+      bits = tt_b_binary(b, "remainder", bits, r);
+    }
+    v = tt_b_bitcast(b, bits, tt_shape_make(TT_I64, 1, &n));
+  }
+  v = tt_b_binary(b, "add", v, tt_b_broadcast_to(b, tt_b_constant_int(b, TT_I64, from), 1, &n));
+  tt_lc_output(c, to_shape(b, tt_b_convert(b, v, dt), self));
+  return NULL;
+}
+
+/* exponential_(self, lambd): -log(1 - u) / lambd */
+static tt_error *lower_exponential(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  TT_TRY(check_random_target(c, self, 2));
+  tt_dtype dt = self->dtype;
+  if (!tt_dtype_is_floating(dt))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "\"exponential_cpu\" not implemented for '%s'",
+                      tt_dtype_name(dt));
+  double lambd = tt_lc_double(c, 1, 1.0);
+  if (!(lambd > 0))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "exponential_ expects lambda > 0.0, but found lambda=%g", lambd);
+  int64_t n = numel_of(self);
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_lc_ref_shape(self), 0));
+    return NULL;
+  }
+  tt_dtype ct = dt == TT_F64 ? TT_F64 : TT_F32;
+  tt_shape s = tt_shape_make(ct, 1, &n);
+  tt_val u = uniform01(c, n, ct, ct == TT_F64 ? 53 : 24);
+  tt_val r = tt_b_binary(b, "multiply", tt_b_unary(b, "log_plus_one", tt_b_unary(b, "negate", u)),
+                         tt_b_full(b, s, -1.0 / lambd));
+  tt_lc_output(c, to_shape(b, tt_b_convert(b, r, dt), self));
+  return NULL;
+}
+
 TT_LOWERINGS(creation) = {
     {lower_copy, {"copy_", "copy", "copy.out"}},
     {lower_fill, {"fill_.Scalar", "fill_.Tensor", "fill.Scalar", "fill.Tensor"}},
     {lower_zero, {"zero_", "zero"}},
     {lower_clone, {"clone", "clone.out"}},
+    {lower_arange, {"arange.start_out", "arange.out"}},
+    {lower_linspace, {"linspace.out"}},
+    {lower_eye, {"eye.m_out", "eye.out"}},
+    {lower_uniform, {"uniform_", "uniform", "uniform.out"}},
+    {lower_normal_, {"normal_", "normal_functional"}},
+    {lower_normal, {"normal.Tensor_float", "normal.float_Tensor", "normal.Tensor_Tensor"}},
+    {lower_bernoulli_float, {"bernoulli_.float", "bernoulli.p"}},
+    {lower_bernoulli_tensor, {"bernoulli_.Tensor", "bernoulli"}},
+    {lower_random, {"random_", "random_.from", "random_.to", "random", "random.from", "random.to"}},
+    {lower_exponential, {"exponential_", "exponential"}},
     {NULL, {NULL}},
 };
