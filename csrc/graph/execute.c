@@ -127,6 +127,22 @@ static void build_key(key_buf *k, const char *op_name, const tt_arg *args, int n
   free(seen);
 }
 
+/* Appends the values of the scalar arguments p depends on, after a marker
+ * byte so a key with values never equals a key without. */
+static void add_values_to_key(key_buf *k, const tt_program *p, const tt_arg *args) {
+  KEY_VAL(k, (uint8_t)0xA5);
+  for (int i = 0; i < p->n_value_args; i++) {
+    const tt_arg *a = &args[p->value_args[i]];
+    if (a->kind == TT_ARG_SCALAR) {
+      KEY_VAL(k, a->u.s.i);
+      KEY_VAL(k, a->u.s.f);
+    } else if (a->kind == TT_ARG_TENSOR) {
+      KEY_VAL(k, a->u.tensor->value_i);
+      KEY_VAL(k, a->u.tensor->value_f);
+    }
+  }
+}
+
 /* ------------------------------------------------------------ compile */
 
 static double now_seconds(void) {
@@ -290,8 +306,28 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
   build_key(&k, op_name, args, nargs, returns_written);
   tt_program *p = tt_cache_lookup(k.data, k.len);
   tt_error *err = NULL;
+  bool keyed_by_values = false;
+  if (p && p->is_router) { /* the program depends on some scalar values */
+    add_values_to_key(&k, p, args);
+    keyed_by_values = true;
+    p = tt_cache_lookup(k.data, k.len);
+  }
   if (!p) {
     err = compile_program(op_name, fn, args, nargs, returns_written, &p);
+    if (!err && p->n_value_args && !keyed_by_values) {
+      /* first sight of a value-dependent op: store a router under the
+       * value-free key, the program under the key with values */
+      tt_program *router = calloc(1, sizeof *router);
+      if (router) {
+        router->is_router = true;
+        router->n_value_args = p->n_value_args;
+        router->value_args = malloc(sizeof(int) * (size_t)p->n_value_args);
+        if (router->value_args)
+          memcpy(router->value_args, p->value_args, sizeof(int) * (size_t)p->n_value_args);
+        tt_cache_insert(k.data, k.len, router, tt_program_free, 0);
+      }
+      add_values_to_key(&k, p, args);
+    }
     if (!err && p->n_resize == 0)
       p = tt_cache_insert(k.data, k.len, p, tt_program_free, p->compile_seconds);
   }

@@ -39,6 +39,8 @@ struct tt_lower_ctx {
   int n_results, cap_results;
   pending_write *writes;
   int n_writes, cap_writes;
+  int *value_args;
+  int n_value_args, cap_value_args;
 };
 
 #define GROW(ptr, n, cap)                                           \
@@ -233,6 +235,29 @@ tt_val tt_lc_scalar_list(tt_lower_ctx *c, int i, int j, tt_dtype dt) {
   return add_param(c, TT_PARAM_SCALAR, i, j, dt, tt_shape_scalar(dt));
 }
 
+double tt_lc_scalar_value(tt_lower_ctx *c, int i) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  if (!a) return 0;
+  bool seen = false;
+  for (int k = 0; k < c->n_value_args; k++) seen |= c->value_args[k] == i;
+  if (!seen) {
+    GROW(c->value_args, c->n_value_args, c->cap_value_args);
+    c->value_args[c->n_value_args++] = i;
+  }
+  switch (a->kind) {
+    case TT_ARG_SCALAR: return a->u.s.kind == TT_SCALAR_FLOAT ? a->u.s.f : (double)a->u.s.i;
+    case TT_ARG_INT: return (double)a->u.i;
+    case TT_ARG_DOUBLE: return a->u.d;
+    case TT_ARG_BOOL: return a->u.b;
+    case TT_ARG_TENSOR:
+      if (!a->u.tensor->storage)
+        return tt_dtype_is_floating(a->u.tensor->dtype) ? a->u.tensor->value_f
+                                                        : (double)a->u.tensor->value_i;
+      return 0;
+    default: return 0;
+  }
+}
+
 tt_val tt_lc_rng_state(tt_lower_ctx *c) {
   int64_t two = 2;
   return add_param(c, TT_PARAM_RNG, -1, -1, TT_U64, tt_shape_make(TT_U64, 1, &two));
@@ -286,6 +311,7 @@ void tt_program_free(void *program) {
   free(p->params);
   free(p->outs);
   free(p->resize);
+  free(p->value_args);
   free(p->text);
   free(p);
 }
@@ -299,6 +325,7 @@ static void ctx_free(tt_lower_ctx *c) {
   free(c->results);
   free(c->unchanged);
   free(c->writes);
+  free(c->value_args);
 }
 
 static const char *shape_str(const tt_tensor_ref *r, char *buf, size_t size) {
@@ -392,6 +419,11 @@ tt_error *tt_program_build(const char *op_name, tt_lower_fn fn, tt_arg *args, in
   tt_error *err = fn(&c);
   if (!err && tt_b_error(c.b)) err = tt_b_take_error(c.b);
   tt_program *p = calloc(1, sizeof *p);
+  if (p && c.n_value_args) { /* a decline may depend on the values too */
+    p->value_args = c.value_args;
+    p->n_value_args = c.n_value_args;
+    c.value_args = NULL;
+  }
   if (!p) err = err ? err : tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   if (err) {
     if (p && tt_error_code_of(err) == TT_ERR_NOT_IMPLEMENTED) {

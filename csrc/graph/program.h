@@ -41,6 +41,12 @@ typedef struct {
   /* out= destinations whose shape differs from the result: resize first */
   int n_resize;
   tt_output_plan *resize;
+  /* Scalar arguments whose values the program depends on (tt_lc_scalar_value):
+   * the cache then keys the program by those values too. A program stored
+   * under the value-free key with is_router set only lists them. */
+  int n_value_args;
+  int *value_args;
+  bool is_router;
   char *text;                /* the StableHLO (kept for dumps and explain) */
   double compile_seconds;
 } tt_program;

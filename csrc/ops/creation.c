@@ -81,6 +81,10 @@ static tt_error *lower_arange(tt_lower_ctx *c) {
   const tt_scalar *pe = tt_lc_scalar_ref(c, i_end);
   const tt_scalar *pst = i_step >= 0 ? tt_lc_scalar_ref(c, i_step) : &one;
   if (!ps || !pe || !pst) return tt_lc_decline(c, "start/end/step are not Scalars");
+  /* the length depends on the bounds: key the program by their values */
+  if (i_start >= 0) tt_lc_scalar_value(c, i_start);
+  tt_lc_scalar_value(c, i_end);
+  if (i_step >= 0) tt_lc_scalar_value(c, i_step);
   tt_dtype dt = out->dtype;
   if (dt == TT_BOOL || !(tt_dtype_is_floating(dt) || tt_dtype_is_integral(dt)))
     return tt_lc_decline(c, "arange into %s", tt_dtype_name(dt));
@@ -111,8 +115,7 @@ static tt_error *lower_arange(tt_lower_ctx *c) {
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "invalid size, possible overflow?");
     size = (int64_t)size_d;
   }
-  if (size <= 0) /* the compile cache keys on the out shape, not the bounds */
-    return tt_lc_decline(c, "empty arange");
+  if (size <= 0) return tt_lc_decline(c, "empty arange"); /* keyed by value: no poisoning */
   tt_shape s = tt_shape_make(integral ? TT_I64 : TT_F64, 1, &size);
   tt_val idx = tt_b_iota(b, s, 0);
   tt_val v0 = i_start >= 0 ? tt_lc_scalar(c, i_start, s.dtype) : tt_b_constant(b, s.dtype, 0);

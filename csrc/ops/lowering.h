@@ -139,6 +139,12 @@ const tt_scalar *tt_lc_scalar_ref(const tt_lower_ctx *c, int i);
 tt_val tt_lc_scalar(tt_lower_ctx *c, int i, tt_dtype dt);
 tt_val tt_lc_scalar_list(tt_lower_ctx *c, int i, int j, tt_dtype dt);
 
+/* The value of Scalar argument i (or element j of a Scalar list, j >= 0)
+ * at lowering time, for lowerings whose program must depend on it (arange's
+ * length). The value then becomes part of the cache key: use only where a
+ * runtime parameter cannot work. */
+double tt_lc_scalar_value(tt_lower_ctx *c, int i);
+
 /* A fresh u64[2] PHILOX state for stablehlo.rng_bit_generator, derived from
  * torch.manual_seed and a per-device call counter (runtime parameter). */
 tt_val tt_lc_rng_state(tt_lower_ctx *c);

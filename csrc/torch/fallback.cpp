@@ -394,4 +394,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
+// torch registers a per-tensor default kernel for every _foreach_ op on
+// PrivateUse1, which outranks the fallback. For each _foreach_ overload the
+// core lowers (from its table), register the fallback directly so one
+// foreach call becomes one program.
+void register_table_routed_ops() {
+  static torch::Library* lib = new torch::Library(
+      torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  for (int i = 0; i < tt_lowering_count(); i++) {
+    std::string name = tt_lowering_name_at(i);
+    if (name.rfind("_foreach_", 0) != 0) continue;
+    auto handle = c10::Dispatcher::singleton().findOp(
+        c10::OperatorName("aten::" + name.substr(0, name.find('.')),
+                          name.find('.') == std::string::npos ? "" : name.substr(name.find('.') + 1)));
+    if (!handle) continue;  // an overload this torch version does not have
+    lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+  }
+}
+
 }  // namespace torch_tpu

@@ -11,6 +11,7 @@ extern "C" {
 
 namespace torch_tpu {
 void register_hooks();
+void register_table_routed_ops();
 std::map<std::string, int64_t> fallback_report();
 void reset_fallback_report();
 }  // namespace torch_tpu
@@ -44,6 +45,7 @@ py::dict cache_stats() {
 
 PYBIND11_MODULE(_C, m) {
   register_hooks();
+  register_table_routed_ops();
   m.def("_set_search_dirs", &set_search_dirs);
   m.def("_init", []() { ensure_initialized(); });
   m.def("_is_initialized", []() { return tt_core_initialized(); });
