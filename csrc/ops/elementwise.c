@@ -114,7 +114,7 @@ static tt_error *add_sub(tt_lower_ctx *c, bool subtract, bool reverse) {
   if (alpha && alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(dt))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "For integral input tensors, argument alpha must not be a floating point number.");
-  if (alpha && alpha->kind != TT_SCALAR_BOOL && dt == TT_BOOL)
+  if (alpha && alpha->kind == TT_SCALAR_BOOL && dt != TT_BOOL)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Boolean alpha only supported for Boolean results.");
   binop o;
   TT_TRY(setup2(c, reverse ? 1 : 0, reverse ? 0 : 1, dt, &o));

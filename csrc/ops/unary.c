@@ -505,13 +505,13 @@ static tt_error *lower_hardsigmoid(tt_lower_ctx *c) {
   return OUT(dvd(b, relu6_shift(b, x), K(b, x, 6)));
 }
 
-/* (x > -3 && x < 3) ? grad / 6 : 0 */
+/* (x > -3 && x < 3) ? grad * (1/6) : 0 */
 static tt_error *lower_hardsigmoid_backward(tt_lower_ctx *c) {
   TT_TRY(require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = read_as(c, 0, opmath(dt));
   tt_val in = tt_b_binary(b, "and", cmp(b, "GT", x, K(b, x, -3)), cmp(b, "LT", x, K(b, x, 3)));
-  return OUT(sel(b, in, dvd(b, g, K(b, x, 6)), K(b, x, 0)));
+  return OUT(sel(b, in, mul(b, g, K(b, x, 1.0f / 6.0f)), K(b, x, 0)));
 }
 
 static tt_error *lower_hardswish(tt_lower_ctx *c) {
@@ -519,14 +519,14 @@ static tt_error *lower_hardswish(tt_lower_ctx *c) {
   return OUT(dvd(b, mul(b, x, relu6_shift(b, x)), K(b, x, 6)));
 }
 
-/* x < -3 ? 0 : x <= 3 ? grad * (x / 3 + 0.5) : grad */
+/* x <= -3 ? 0 : x < 3 ? grad * (x / 3 + 0.5) : grad */
 static tt_error *lower_hardswish_backward(tt_lower_ctx *c) {
   TT_TRY(require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = read_as(c, 0, opmath(dt));
   tt_val mid = mul(b, g, add(b, dvd(b, x, K(b, x, 3)), K(b, x, 0.5)));
-  tt_val r = sel(b, cmp(b, "LE", x, K(b, x, 3)), mid, g);
-  return OUT(sel(b, cmp(b, "LT", x, K(b, x, -3)), K(b, x, 0), r));
+  tt_val r = sel(b, cmp(b, "LT", x, K(b, x, 3)), mid, g);
+  return OUT(sel(b, cmp(b, "LE", x, K(b, x, -3)), K(b, x, 0), r));
 }
 
 /* ------------------------------------------------------------ table */
