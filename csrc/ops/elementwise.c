@@ -178,9 +178,7 @@ static tt_val trunc_f(tt_builder *b, tt_val x) {
   return sel(b, cmp(b, "LT", x, K(b, x, 0)), tt_b_unary(b, "ceil", x), tt_b_unary(b, "floor", x));
 }
 
-static tt_error *lower_div(tt_lower_ctx *c) {
-  const char *mode = NULL;
-  if (tt_lc_nargs(c) > 2 && tt_lc_kind(c, 2) == TT_ARG_STRING) mode = tt_lc_string(c, 2, NULL);
+static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   tt_dtype dt = result2(c, 0, 1);
   tt_builder *b = tt_lc_builder(c);
   binop o;
@@ -205,6 +203,15 @@ static tt_error *lower_div(tt_lower_ctx *c) {
   output(c, &o, r);
   return NULL;
 }
+
+static tt_error *lower_div(tt_lower_ctx *c) {
+  const char *mode = NULL;
+  if (tt_lc_nargs(c) > 2 && tt_lc_kind(c, 2) == TT_ARG_STRING) mode = tt_lc_string(c, 2, NULL);
+  return div_impl(c, mode);
+}
+
+/* floor_divide (Python's //) = div(rounding_mode='floor') */
+static tt_error *lower_floor_divide(tt_lower_ctx *c) { return div_impl(c, "floor"); }
 
 /* remainder: Python's modulus (sign of the divisor). */
 static tt_error *lower_remainder(tt_lower_ctx *c) {
@@ -471,6 +478,8 @@ TT_LOWERINGS(elementwise) = {
                  "div.Scalar_out"}},
     {lower_div, {"div.Tensor_mode", "div_.Tensor_mode", "div.out_mode", "div.Scalar_mode",
                  "div_.Scalar_mode", "div.Scalar_mode_out"}},
+    {lower_floor_divide, {"floor_divide", "floor_divide_.Tensor", "floor_divide.out",
+                          "floor_divide.Scalar", "floor_divide_.Scalar", "floor_divide.Scalar_out"}},
     {lower_remainder, {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out",
                        "remainder.Scalar", "remainder_.Scalar", "remainder.Scalar_out",
                        "remainder.Scalar_Tensor", "remainder.Scalar_Tensor_out"}},

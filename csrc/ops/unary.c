@@ -402,13 +402,10 @@ static tt_error *lower_threshold_backward(tt_lower_ctx *c) {
   return NULL;
 }
 
-/* hardtanh(self, min_val, max_val) = clamp */
+/* hardtanh(self, min_val, max_val) = clamp (std::min/max: NaN self propagates) */
 static tt_error *lower_hardtanh(tt_lower_ctx *c) {
-  tt_dtype sdt = arg_dtype(c, 0);
-  if (sdt == TT_BOOL) return tt_lc_decline(c, "hardtanh on bool");
-  tt_builder *b = tt_lc_builder(c);
-  tt_dtype dt = sdt;
-  tt_val x = read_as(c, 0, opmath(dt));
+  /* Integer self: PyTorch promotes through clamp by the bounds' kinds; run on CPU. */
+  FLOAT_SELF(0);
   tt_val lo = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? S(c, 1, x) : K(b, x, -1);
   tt_val hi = tt_lc_nargs(c) > 2 && !tt_lc_is_none(c, 2) ? S(c, 2, x) : K(b, x, 1);
   tt_val r = sel(b, cmp(b, "LT", x, lo), lo, x);

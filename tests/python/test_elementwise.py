@@ -75,6 +75,11 @@ def test_div_modes(mode):
     check(lambda a: torch.div(a, -2.5, rounding_mode=mode), randn(7, dtype=torch.bfloat16))
 
 
+def test_floor_divide():
+    check(lambda a, b: (a // b, a // 2, torch.floor_divide(a, -1.5)), randn(8) * 4, randn(8))
+    check(lambda a, b: (a // b, a // -3), ints(8), nonzero_ints(8))
+
+
 def test_div_true_promotes_ints():
     check(lambda a, b: a / b, ints(6), nonzero_ints(6))
     check(lambda a: a / 4, torch.tensor([True, False]))
