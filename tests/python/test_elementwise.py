@@ -344,3 +344,19 @@ def test_relu_int_and_bool_error():
     check(F.relu, ints(6))
     with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
         F.relu(torch.tensor([True], device="tpu"))
+
+
+def test_views_and_inplace_on_views():
+    def f(a, b):
+        a = a.clone()
+        a.t().add_(b.t()[:, :1])
+        a[::2].mul_(2)
+        a[:, 1].exp_()
+        return a, torch.sigmoid(a.t()), torch.where(a.t() > 0, a.t(), b.t())
+    check(f, randn(4, 3), randn(4, 3))
+
+
+def test_out_dtype_cast_error():
+    x = torch.arange(4).to("tpu")
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.exp(x, out=torch.empty(4, dtype=torch.int64, device="tpu"))
