@@ -55,12 +55,19 @@ static tt_error *broadcast(tt_lower_ctx *c, const int *args, int n, bshape *s) {
 }
 
 /* Argument i as dtype dt (the op's common dtype) computed in cm (opmath of
- * dt), broadcast to s. Device tensors are cast to dt first (as PyTorch casts
- * inputs to the common dtype); scalars go straight to cm. */
-static tt_val operand(tt_lower_ctx *c, int i, tt_dtype dt, tt_dtype cm, const bshape *s) {
+ * dt), broadcast to s. Operands are cast to dt first, as PyTorch casts
+ * inputs to the common dtype; with full_scalar, a Python scalar / CPU scalar
+ * goes straight to cm instead (PyTorch's mul and div read the original
+ * scalar value for float16/bfloat16; add, sub, remainder, pow, ... use the
+ * value rounded to the tensor dtype, measured against CPU). */
+static tt_val operand_ex(tt_lower_ctx *c, int i, tt_dtype dt, tt_dtype cm, const bshape *s,
+                         bool full_scalar) {
   tt_builder *b = tt_lc_builder(c);
-  if (is_scalar_arg(c, i)) return tt_operand(c, i, cm, s->nd, s->dims);
+  if (full_scalar && is_scalar_arg(c, i)) return tt_operand(c, i, cm, s->nd, s->dims);
   return tt_b_convert(b, tt_operand(c, i, dt, s->nd, s->dims), cm);
+}
+static tt_val operand(tt_lower_ctx *c, int i, tt_dtype dt, tt_dtype cm, const bshape *s) {
+  return operand_ex(c, i, dt, cm, s, false);
 }
 
 static tt_val K(tt_builder *b, tt_val x, double v) { return tt_full_like(b, x, v); }
@@ -80,14 +87,17 @@ typedef struct {
   tt_val x, y;
 } binop;
 
-static tt_error *setup2(tt_lower_ctx *c, int a, int bb, tt_dtype dt, binop *o) {
+static tt_error *setup2_ex(tt_lower_ctx *c, int a, int bb, tt_dtype dt, binop *o, bool full) {
   int args[2] = {a, bb};
   o->dt = dt;
   o->cm = opmath(dt);
   TT_TRY(broadcast(c, args, 2, &o->s));
-  o->x = operand(c, a, dt, o->cm, &o->s);
-  o->y = operand(c, bb, dt, o->cm, &o->s);
+  o->x = operand_ex(c, a, dt, o->cm, &o->s, full);
+  o->y = operand_ex(c, bb, dt, o->cm, &o->s, full);
   return NULL;
+}
+static tt_error *setup2(tt_lower_ctx *c, int a, int bb, tt_dtype dt, binop *o) {
+  return setup2_ex(c, a, bb, dt, o, false);
 }
 
 static tt_dtype result2(const tt_lower_ctx *c, int a, int bb) {
@@ -120,7 +130,9 @@ static tt_error *add_sub(tt_lower_ctx *c, bool subtract, bool reverse) {
   TT_TRY(setup2(c, reverse ? 1 : 0, reverse ? 0 : 1, dt, &o));
   tt_val y = o.y;
   if (alpha) {
-    tt_val a = tt_b_broadcast_to(b, tt_lc_scalar(c, 2, o.cm), o.s.nd, o.s.dims);
+    /* alpha is rounded to the result dtype first, like PyTorch */
+    tt_val a = tt_b_convert(b, tt_lc_scalar(c, 2, dt), o.cm);
+    a = tt_b_broadcast_to(b, a, o.s.nd, o.s.dims);
     y = bin(b, dt == TT_BOOL ? "and" : "multiply", y, a);
   }
   const char *op = dt == TT_BOOL ? "or" : subtract ? "subtract" : "add";
@@ -135,7 +147,7 @@ static tt_error *lower_rsub(tt_lower_ctx *c) { return add_sub(c, true, true); }
 static tt_error *lower_mul(tt_lower_ctx *c) {
   binop o;
   tt_dtype dt = result2(c, 0, 1);
-  TT_TRY(setup2(c, 0, 1, dt, &o));
+  TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
   output(c, &o, bin(tt_lc_builder(c), dt == TT_BOOL ? "and" : "multiply", o.x, o.y));
   return NULL;
 }
@@ -184,7 +196,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   binop o;
   if (!mode) {
     if (!tt_dtype_is_floating(dt)) dt = TT_DEFAULT_FLOAT;
-    TT_TRY(setup2(c, 0, 1, dt, &o));
+    TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
     output(c, &o, bin(b, "divide", o.x, o.y));
     return NULL;
   }
@@ -194,7 +206,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
                       "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'",
                       mode);
   if (dt == TT_BOOL) return tt_lc_decline(c, "rounding division of bool");
-  TT_TRY(setup2(c, 0, 1, dt, &o));
+  TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
   tt_val r;
   if (tt_dtype_is_floating(dt))
     r = trunc ? trunc_f(b, bin(b, "divide", o.x, o.y)) : float_floor_div(b, o.x, o.y);

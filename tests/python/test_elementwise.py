@@ -61,6 +61,15 @@ def test_arith_int_bool_and_half():
     check(lambda a: a + torch.tensor(2.5, dtype=torch.float64), randn(4, dtype=torch.float16))
 
 
+def test_half_python_scalar_rounding():
+    # PyTorch rounds a Python scalar to bfloat16 for add/sub/remainder/pow/...
+    # but keeps it at float32 precision for mul/div; remainder with a wrongly
+    # rounded divisor is off by whole units.
+    x = torch.randn(64).to(torch.bfloat16) * 8
+    check(lambda a: (a % 1.3, torch.fmod(a, 1.3), a + 1.3, a - 1.3, a * 1.3, a / 1.3, a // 1.3,
+                     a.abs() ** 1.3, torch.atan2(a, torch.tensor(1.3))), x, atol=0, rtol=0)
+
+
 def test_arith_grad():
     check(lambda a, b: (a + b) * (a - 2 * b) / (b * b + 1), randn(3, 4), randn(3, 4), grad=True)
 
