@@ -378,3 +378,12 @@ def test_out_dtype_cast_error():
     x = torch.arange(4).to("tpu")
     with pytest.raises(RuntimeError, match="can't be cast"):
         torch.exp(x, out=torch.empty(4, dtype=torch.int64, device="tpu"))
+
+
+def test_inplace_activation_grad_uses_result():
+    # In-place activations on a non-leaf save the result: elu_backward with
+    # is_result=True, leaky_relu_backward with self_is_result=True.
+    x = torch.randn(10) * 3
+    check(lambda a: F.elu(a * 1, alpha=0.8, inplace=True), x, grad=True)
+    check(lambda a: F.leaky_relu(a * 1, 0.2, inplace=True), x, grad=True)
+    check(lambda a: torch.sigmoid_(a * 1) + torch.tanh_(a * 2), x, grad=True)
