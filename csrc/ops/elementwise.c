@@ -1,59 +1,532 @@
-/* Binary elementwise arithmetic with broadcasting and PyTorch type
- * promotion: add, sub, mul, div, and friends.
+/* Binary and ternary elementwise ops with broadcasting and PyTorch type
+ * promotion: arithmetic (add, sub, rsub, mul, div, remainder, fmod, pow,
+ * atan2), min/max, comparisons, logical and bitwise ops, where, clamp, lerp,
+ * addcmul, addcdiv.
  *
- * Shapes: out = broadcast(self, other); dtype = result_type(self, other)
- * (promoted to float for true division). Emits one stablehlo op per
- * arithmetic step on the converted, broadcast operands. */
+ * Shapes: out = broadcast(operands); dtype = result_type(operands) (promoted
+ * to float for true division and atan2). float16/bfloat16 arithmetic is
+ * computed in float32 and rounded once, like PyTorch's CPU kernels (opmath);
+ * Python scalars then enter at float32 precision, as PyTorch reads them.
+ *
+ * Scalar arguments are runtime parameters: a lowering never branches on a
+ * Scalar's value (the compiled program is reused for other values), only on
+ * its kind (bool/int/float), which is part of the cache key. */
+#include <math.h>
+#include <string.h>
+
 #include "ops/common.h"
 
-/* Reads args a and b converted to dt and broadcast together. */
-static tt_error *binary_operands(tt_lower_ctx *c, int a, int b, tt_dtype dt, tt_val *x, tt_val *y) {
-  int args[2] = {a, b}, nd;
-  int64_t dims[TT_MAX_DIMS];
-  TT_TRY(tt_broadcast_args(c, args, 2, &nd, dims));
-  *x = tt_operand(c, a, dt, nd, dims);
-  *y = tt_operand(c, b, dt, nd, dims);
-  return NULL;
+/* ------------------------------------------------------------ helpers */
+
+static tt_dtype opmath(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16 ? TT_F32 : dt; }
+
+/* True for a Scalar argument or a CPU scalar tensor (no device storage). */
+static bool is_scalar_arg(const tt_lower_ctx *c, int i) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  if (!a) return false;
+  if (a->kind == TT_ARG_TENSOR) return a->u.tensor->storage == NULL;
+  return a->kind == TT_ARG_SCALAR;
 }
 
-/* add/sub: self (+|-) alpha * other */
-static tt_error *add_sub(tt_lower_ctx *c, const char *op) {
-  int args[2] = {0, 1};
-  tt_dtype dt = tt_result_type(c, args, 2);
+static bool is_none(const tt_lower_ctx *c, int i) {
+  return tt_lc_nargs(c) <= i || tt_lc_is_none(c, i);
+}
+
+static tt_dtype arg_dtype(const tt_lower_ctx *c, int i) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  if (a && a->kind == TT_ARG_TENSOR) return a->u.tensor->dtype;
+  if (a && a->kind == TT_ARG_SCALAR)
+    return a->u.s.kind == TT_SCALAR_FLOAT ? TT_DEFAULT_FLOAT
+           : a->u.s.kind == TT_SCALAR_INT ? TT_I64 : TT_BOOL;
+  return TT_F32;
+}
+
+/* Broadcast shape of the non-None arguments args[0..n). */
+typedef struct {
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+} bshape;
+
+static tt_error *broadcast(tt_lower_ctx *c, const int *args, int n, bshape *s) {
+  int live[4], m = 0;
+  for (int k = 0; k < n; k++)
+    if (!is_none(c, args[k])) live[m++] = args[k];
+  return tt_broadcast_args(c, live, m, &s->nd, s->dims);
+}
+
+/* Argument i as dtype dt (the op's common dtype) computed in cm (opmath of
+ * dt), broadcast to s. Operands are cast to dt first, as PyTorch casts
+ * inputs to the common dtype; with full_scalar, a Python scalar / CPU scalar
+ * goes straight to cm instead (PyTorch's mul and div read the original
+ * scalar value for float16/bfloat16; add, sub, remainder, pow, ... use the
+ * value rounded to the tensor dtype, measured against CPU). */
+static tt_val operand_ex(tt_lower_ctx *c, int i, tt_dtype dt, tt_dtype cm, const bshape *s,
+                         bool full_scalar) {
   tt_builder *b = tt_lc_builder(c);
-  if (dt == TT_BOOL && op[0] == 's')
+  if (full_scalar && is_scalar_arg(c, i)) return tt_operand(c, i, cm, s->nd, s->dims);
+  return tt_b_convert(b, tt_operand(c, i, dt, s->nd, s->dims), cm);
+}
+static tt_val operand(tt_lower_ctx *c, int i, tt_dtype dt, tt_dtype cm, const bshape *s) {
+  return operand_ex(c, i, dt, cm, s, false);
+}
+
+static tt_val K(tt_builder *b, tt_val x, double v) { return tt_full_like(b, x, v); }
+static tt_val bin(tt_builder *b, const char *op, tt_val x, tt_val y) {
+  return tt_b_binary(b, op, x, y);
+}
+static tt_val cmp(tt_builder *b, const char *dir, tt_val x, tt_val y) {
+  return tt_b_compare(b, dir, x, y);
+}
+static tt_val sel(tt_builder *b, tt_val p, tt_val t, tt_val f) { return tt_b_select(b, p, t, f); }
+static tt_val isnan_(tt_builder *b, tt_val x) { return cmp(b, "NE", x, x); }
+
+/* Two-operand setup: common dtype dt, broadcast operands x, y in opmath. */
+typedef struct {
+  tt_dtype dt, cm;
+  bshape s;
+  tt_val x, y;
+} binop;
+
+static tt_error *setup2_ex(tt_lower_ctx *c, int a, int bb, tt_dtype dt, binop *o, bool full) {
+  int args[2] = {a, bb};
+  o->dt = dt;
+  o->cm = opmath(dt);
+  TT_TRY(broadcast(c, args, 2, &o->s));
+  o->x = operand_ex(c, a, dt, o->cm, &o->s, full);
+  o->y = operand_ex(c, bb, dt, o->cm, &o->s, full);
+  return NULL;
+}
+static tt_error *setup2(tt_lower_ctx *c, int a, int bb, tt_dtype dt, binop *o) {
+  return setup2_ex(c, a, bb, dt, o, false);
+}
+
+static tt_dtype result2(const tt_lower_ctx *c, int a, int bb) {
+  int args[2] = {a, bb};
+  return tt_result_type(c, args, 2);
+}
+
+static void output(tt_lower_ctx *c, const binop *o, tt_val r) {
+  tt_lc_output(c, tt_b_convert(tt_lc_builder(c), r, o->dt));
+}
+
+/* ------------------------------------------------------------ add, sub, mul */
+
+/* x (+|-) alpha * y; rsub swaps the operands. alpha is multiplied in
+ * whenever given (its value is a runtime parameter). */
+static tt_error *add_sub(tt_lower_ctx *c, bool subtract, bool reverse) {
+  tt_dtype dt = result2(c, 0, 1);
+  tt_builder *b = tt_lc_builder(c);
+  if (dt == TT_BOOL && subtract)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "Subtraction, the `-` operator, with two bool tensors is not supported. "
                       "Use the `^` or `logical_xor()` operator instead.");
-  tt_val x, y;
-  TT_TRY(binary_operands(c, 0, 1, dt, &x, &y));
   const tt_scalar *alpha = tt_lc_scalar_ref(c, 2);
-  if (alpha && !(alpha->kind != TT_SCALAR_FLOAT && alpha->i == 1)) {
-    if (alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(dt))
-      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
-                        "For integral input tensors, argument alpha must not be a floating point number.");
-    tt_val a = tt_b_broadcast_to(b, tt_lc_scalar(c, 2, dt), tt_b_ndim(b, y), tt_b_shape(b, y).dims);
-    y = tt_b_binary(b, dt == TT_BOOL ? "and" : "multiply", y, a);
+  if (alpha && alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(dt))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "For integral input tensors, argument alpha must not be a floating point number.");
+  if (alpha && alpha->kind == TT_SCALAR_BOOL && dt != TT_BOOL)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Boolean alpha only supported for Boolean results.");
+  binop o;
+  TT_TRY(setup2(c, reverse ? 1 : 0, reverse ? 0 : 1, dt, &o));
+  tt_val y = o.y;
+  if (alpha) {
+    /* alpha is rounded to the result dtype first, like PyTorch */
+    tt_val a = tt_b_convert(b, tt_lc_scalar(c, 2, dt), o.cm);
+    a = tt_b_broadcast_to(b, a, o.s.nd, o.s.dims);
+    y = bin(b, dt == TT_BOOL ? "and" : "multiply", y, a);
   }
-  tt_lc_output(c, tt_b_binary(b, dt == TT_BOOL ? "or" : op, x, y));
+  const char *op = dt == TT_BOOL ? "or" : subtract ? "subtract" : "add";
+  output(c, &o, bin(b, op, o.x, y));
   return NULL;
 }
 
-static tt_error *lower_add(tt_lower_ctx *c) { return add_sub(c, "add"); }
-static tt_error *lower_sub(tt_lower_ctx *c) { return add_sub(c, "subtract"); }
+static tt_error *lower_add(tt_lower_ctx *c) { return add_sub(c, false, false); }
+static tt_error *lower_sub(tt_lower_ctx *c) { return add_sub(c, true, false); }
+static tt_error *lower_rsub(tt_lower_ctx *c) { return add_sub(c, true, true); }
 
 static tt_error *lower_mul(tt_lower_ctx *c) {
-  int args[2] = {0, 1};
-  tt_dtype dt = tt_result_type(c, args, 2);
-  tt_val x, y;
-  TT_TRY(binary_operands(c, 0, 1, dt, &x, &y));
-  tt_lc_output(c, tt_b_binary(tt_lc_builder(c), dt == TT_BOOL ? "and" : "multiply", x, y));
+  binop o;
+  tt_dtype dt = result2(c, 0, 1);
+  TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
+  output(c, &o, bin(tt_lc_builder(c), dt == TT_BOOL ? "and" : "multiply", o.x, o.y));
   return NULL;
 }
 
+/* ------------------------------------------------------------ division */
+
+/* Integer floor division: trunc quotient, minus one when the signs differ
+ * and the division is inexact. */
+static tt_val int_floor_div(tt_builder *b, tt_val x, tt_val y) {
+  tt_val q = bin(b, "divide", x, y);
+  tt_val r = bin(b, "remainder", x, y);
+  tt_val zero = K(b, x, 0);
+  tt_val fix = bin(b, "and", cmp(b, "NE", r, zero),
+                   cmp(b, "NE", cmp(b, "LT", r, zero), cmp(b, "LT", y, zero)));
+  return sel(b, fix, bin(b, "subtract", q, K(b, q, 1)), q);
+}
+
+/* c10::div_floor_floating */
+static tt_val float_floor_div(tt_builder *b, tt_val x, tt_val y) {
+  tt_val zero = K(b, x, 0);
+  tt_val mod = bin(b, "remainder", x, y);
+  tt_val div = bin(b, "divide", bin(b, "subtract", x, mod), y);
+  tt_val fix = bin(b, "and", cmp(b, "NE", mod, zero),
+                   cmp(b, "NE", cmp(b, "LT", y, zero), cmp(b, "LT", mod, zero)));
+  div = sel(b, fix, bin(b, "subtract", div, K(b, div, 1)), div);
+  tt_val fl = tt_b_unary(b, "floor", div);
+  fl = sel(b, cmp(b, "GT", bin(b, "subtract", div, fl), K(b, div, 0.5)), bin(b, "add", fl, K(b, fl, 1)),
+           fl);
+  /* div == 0: copysign(0, x / y), from the sign bit of x / y */
+  tt_val q = bin(b, "divide", x, y);
+  tt_shape is = tt_b_shape(b, q);
+  is.dtype = is.dtype == TT_F64 ? TT_I64 : TT_I32; /* q is f32 or f64 (opmath) */
+  tt_val neg = cmp(b, "LT", tt_b_bitcast(b, q, is), tt_b_full(b, is, 0));
+  tt_val signed_zero = sel(b, neg, K(b, q, -0.0), zero);
+  tt_val r = sel(b, cmp(b, "EQ", div, zero), signed_zero, fl);
+  return sel(b, cmp(b, "EQ", y, zero), q, r); /* divide by zero: IEEE result */
+}
+
+static tt_val trunc_f(tt_builder *b, tt_val x) {
+  return sel(b, cmp(b, "LT", x, K(b, x, 0)), tt_b_unary(b, "ceil", x), tt_b_unary(b, "floor", x));
+}
+
+static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
+  tt_dtype dt = result2(c, 0, 1);
+  tt_builder *b = tt_lc_builder(c);
+  binop o;
+  if (!mode) {
+    if (!tt_dtype_is_floating(dt)) dt = TT_DEFAULT_FLOAT;
+    TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
+    output(c, &o, bin(b, "divide", o.x, o.y));
+    return NULL;
+  }
+  bool trunc = !strcmp(mode, "trunc"), floor = !strcmp(mode, "floor");
+  if (!trunc && !floor)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'",
+                      mode);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "rounding division of bool");
+  TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
+  tt_val r;
+  if (tt_dtype_is_floating(dt))
+    r = trunc ? trunc_f(b, bin(b, "divide", o.x, o.y)) : float_floor_div(b, o.x, o.y);
+  else
+    r = trunc ? bin(b, "divide", o.x, o.y) : int_floor_div(b, o.x, o.y);
+  output(c, &o, r);
+  return NULL;
+}
+
+static tt_error *lower_div(tt_lower_ctx *c) {
+  const char *mode = NULL;
+  if (tt_lc_nargs(c) > 2 && tt_lc_kind(c, 2) == TT_ARG_STRING) mode = tt_lc_string(c, 2, NULL);
+  return div_impl(c, mode);
+}
+
+/* floor_divide (Python's //) = div(rounding_mode='floor') */
+static tt_error *lower_floor_divide(tt_lower_ctx *c) { return div_impl(c, "floor"); }
+
+/* remainder: Python's modulus (sign of the divisor). */
+static tt_error *lower_remainder(tt_lower_ctx *c) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "remainder of bool");
+  tt_builder *b = tt_lc_builder(c);
+  binop o;
+  TT_TRY(setup2(c, 0, 1, dt, &o));
+  tt_val mod = bin(b, "remainder", o.x, o.y);
+  tt_val zero = K(b, mod, 0);
+  tt_val fix = bin(b, "and", cmp(b, "NE", mod, zero),
+                   cmp(b, "NE", cmp(b, "LT", o.y, zero), cmp(b, "LT", mod, zero)));
+  output(c, &o, sel(b, fix, bin(b, "add", mod, o.y), mod));
+  return NULL;
+}
+
+/* fmod: C's fmod (sign of the dividend). */
+static tt_error *lower_fmod(tt_lower_ctx *c) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "fmod of bool");
+  binop o;
+  TT_TRY(setup2(c, 0, 1, dt, &o));
+  output(c, &o, bin(tt_lc_builder(c), "remainder", o.x, o.y));
+  return NULL;
+}
+
+static tt_error *lower_pow(tt_lower_ctx *c) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "pow of bool");
+  binop o;
+  TT_TRY(setup2(c, 0, 1, dt, &o));
+  output(c, &o, bin(tt_lc_builder(c), "power", o.x, o.y));
+  return NULL;
+}
+
+static tt_error *lower_atan2(tt_lower_ctx *c) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (!tt_dtype_is_floating(dt)) dt = TT_DEFAULT_FLOAT;
+  binop o;
+  TT_TRY(setup2(c, 0, 1, dt, &o));
+  output(c, &o, bin(tt_lc_builder(c), "atan2", o.x, o.y));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ min / max */
+
+/* maximum/minimum propagate NaN; fmax/fmin ignore it. */
+static tt_error *min_max(tt_lower_ctx *c, bool is_max, bool propagate_nan) {
+  tt_dtype dt = result2(c, 0, 1);
+  tt_builder *b = tt_lc_builder(c);
+  binop o;
+  TT_TRY(setup2(c, 0, 1, dt, &o));
+  tt_val r;
+  if (dt == TT_BOOL) {
+    r = bin(b, is_max ? "or" : "and", o.x, o.y);
+  } else {
+    r = bin(b, is_max ? "maximum" : "minimum", o.x, o.y);
+    if (tt_dtype_is_floating(dt)) {
+      if (propagate_nan) {
+        r = sel(b, isnan_(b, o.y), o.y, r);
+        r = sel(b, isnan_(b, o.x), o.x, r);
+      } else {
+        r = sel(b, isnan_(b, o.y), o.x, r);
+        r = sel(b, isnan_(b, o.x), o.y, r);
+      }
+    }
+  }
+  output(c, &o, r);
+  return NULL;
+}
+static tt_error *lower_maximum(tt_lower_ctx *c) { return min_max(c, true, true); }
+static tt_error *lower_minimum(tt_lower_ctx *c) { return min_max(c, false, true); }
+static tt_error *lower_fmax(tt_lower_ctx *c) { return min_max(c, true, false); }
+static tt_error *lower_fmin(tt_lower_ctx *c) { return min_max(c, false, false); }
+
+/* ------------------------------------------------------------ comparisons */
+
+/* Compared in the common dtype (scalars cast to it, as PyTorch does). */
+static tt_error *compare(tt_lower_ctx *c, const char *dir) {
+  tt_dtype dt = result2(c, 0, 1);
+  int args[2] = {0, 1};
+  bshape s;
+  TT_TRY(broadcast(c, args, 2, &s));
+  tt_val x = tt_operand(c, 0, dt, s.nd, s.dims);
+  tt_val y = tt_operand(c, 1, dt, s.nd, s.dims);
+  tt_lc_output(c, cmp(tt_lc_builder(c), dir, x, y));
+  return NULL;
+}
+static tt_error *lower_eq(tt_lower_ctx *c) { return compare(c, "EQ"); }
+static tt_error *lower_ne(tt_lower_ctx *c) { return compare(c, "NE"); }
+static tt_error *lower_lt(tt_lower_ctx *c) { return compare(c, "LT"); }
+static tt_error *lower_le(tt_lower_ctx *c) { return compare(c, "LE"); }
+static tt_error *lower_gt(tt_lower_ctx *c) { return compare(c, "GT"); }
+static tt_error *lower_ge(tt_lower_ctx *c) { return compare(c, "GE"); }
+
+/* ------------------------------------------------------------ logical, bitwise */
+
+/* Each operand is truth-tested in its own dtype; the result is bool. */
+static tt_error *logical(tt_lower_ctx *c, const char *op) {
+  int args[2] = {0, 1};
+  bshape s;
+  TT_TRY(broadcast(c, args, 2, &s));
+  tt_val x = tt_operand(c, 0, TT_BOOL, s.nd, s.dims);
+  tt_val y = tt_operand(c, 1, TT_BOOL, s.nd, s.dims);
+  tt_lc_output(c, bin(tt_lc_builder(c), op, x, y));
+  return NULL;
+}
+static tt_error *lower_logical_and(tt_lower_ctx *c) { return logical(c, "and"); }
+static tt_error *lower_logical_or(tt_lower_ctx *c) { return logical(c, "or"); }
+static tt_error *lower_logical_xor(tt_lower_ctx *c) { return logical(c, "xor"); }
+
+/* Integers and bool only; CPU raises PyTorch's error for floats. */
+static tt_error *bitwise(tt_lower_ctx *c, const char *op) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (tt_dtype_is_floating(dt)) return tt_lc_decline(c, "%s on floating dtypes", tt_lc_op_name(c));
+  int args[2] = {0, 1};
+  bshape s;
+  TT_TRY(broadcast(c, args, 2, &s));
+  tt_val x = tt_operand(c, 0, dt, s.nd, s.dims);
+  tt_val y = tt_operand(c, 1, dt, s.nd, s.dims);
+  tt_lc_output(c, bin(tt_lc_builder(c), op, x, y));
+  return NULL;
+}
+static tt_error *lower_bitwise_and(tt_lower_ctx *c) { return bitwise(c, "and"); }
+static tt_error *lower_bitwise_or(tt_lower_ctx *c) { return bitwise(c, "or"); }
+static tt_error *lower_bitwise_xor(tt_lower_ctx *c) { return bitwise(c, "xor"); }
+
+/* ------------------------------------------------------------ where */
+
+static tt_error *lower_where(tt_lower_ctx *c) {
+  tt_dtype cd = arg_dtype(c, 0);
+  if (cd != TT_BOOL && cd != TT_U8) /* uint8 is deprecated but accepted */
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                      cd == TT_F32 ? "Float" : cd == TT_F64 ? "Double" : cd == TT_F16 ? "Half"
+                      : cd == TT_BF16 ? "BFloat16" : cd == TT_I8 ? "Char" : cd == TT_I16 ? "Short"
+                      : cd == TT_I32 ? "Int" : "Long");
+  tt_dtype dt = result2(c, 1, 2);
+  int args[3] = {0, 1, 2};
+  bshape s;
+  TT_TRY(broadcast(c, args, 3, &s));
+  tt_val p = tt_operand(c, 0, TT_BOOL, s.nd, s.dims);
+  tt_val x = tt_operand(c, 1, dt, s.nd, s.dims);
+  tt_val y = tt_operand(c, 2, dt, s.nd, s.dims);
+  tt_lc_output(c, sel(tt_lc_builder(c), p, x, y));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ clamp */
+
+/* clamp(self, min, max) as std::min(std::max(x, min), max): a NaN self
+ * propagates; a NaN Scalar bound is ignored, a NaN Tensor bound gives NaN. */
+static tt_error *clamp_common(tt_lower_ctx *c, int lo_arg, int hi_arg) {
+  bool has_lo = lo_arg >= 0 && !is_none(c, lo_arg), has_hi = hi_arg >= 0 && !is_none(c, hi_arg);
+  if (!has_lo && !has_hi)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "torch.clamp: At least one of 'min' or 'max' must not be None");
+  int args[3] = {0}, n = 1;
+  if (has_lo) args[n++] = lo_arg;
+  if (has_hi) args[n++] = hi_arg;
+  tt_dtype dt = tt_result_type(c, args, n);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "clamp of bool");
+  bshape s;
+  TT_TRY(broadcast(c, args, n, &s));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val r = tt_operand(c, 0, dt, s.nd, s.dims);
+  bool fl = tt_dtype_is_floating(dt);
+  if (has_lo) {
+    tt_val lo = tt_operand(c, lo_arg, dt, s.nd, s.dims);
+    r = sel(b, cmp(b, "LT", r, lo), lo, r);
+    if (fl && !is_scalar_arg(c, lo_arg)) r = sel(b, isnan_(b, lo), lo, r);
+  }
+  if (has_hi) {
+    tt_val hi = tt_operand(c, hi_arg, dt, s.nd, s.dims);
+    r = sel(b, cmp(b, "LT", hi, r), hi, r);
+    if (fl && !is_scalar_arg(c, hi_arg)) r = sel(b, isnan_(b, hi), hi, r);
+  }
+  tt_lc_output(c, r);
+  return NULL;
+}
+static tt_error *lower_clamp(tt_lower_ctx *c) { return clamp_common(c, 1, 2); }
+static tt_error *lower_clamp_min(tt_lower_ctx *c) { return clamp_common(c, 1, -1); }
+static tt_error *lower_clamp_max(tt_lower_ctx *c) { return clamp_common(c, -1, 1); }
+
+/* ------------------------------------------------------------ lerp, addcmul, addcdiv */
+
+static const char *torch_name(tt_dtype dt) {
+  switch (dt) {
+    case TT_F16: return "c10::Half";
+    case TT_BF16: return "c10::BFloat16";
+    case TT_F32: return "float";
+    case TT_F64: return "double";
+    default: return tt_dtype_name(dt);
+  }
+}
+
+/* lerp(self, end, weight): |w| < 0.5 ? self + w (end - self)
+ *                                     : end - (end - self)(1 - w) */
+static tt_error *lower_lerp(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (arg_dtype(c, 1) != dt)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "expected dtype %s for `end` but got dtype %s",
+                      torch_name(dt), torch_name(arg_dtype(c, 1)));
+  bool w_tensor = tt_lc_kind(c, 2) == TT_ARG_TENSOR;
+  if (w_tensor && arg_dtype(c, 2) != dt)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "expected dtype %s for `weight` but got dtype %s",
+                      torch_name(dt), torch_name(arg_dtype(c, 2)));
+  if (!tt_dtype_is_floating(dt)) return tt_lc_decline(c, "lerp of %s", tt_dtype_name(dt));
+  int args[3] = {0, 1, 2};
+  bshape s;
+  TT_TRY(broadcast(c, args, w_tensor ? 3 : 2, &s));
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype cm = opmath(dt);
+  tt_val x = operand(c, 0, dt, cm, &s), e = operand(c, 1, dt, cm, &s);
+  tt_val w = operand(c, 2, dt, cm, &s);
+  tt_val diff = bin(b, "subtract", e, x);
+  tt_val small = cmp(b, "LT", tt_b_unary(b, "abs", w), K(b, w, 0.5));
+  tt_val lo = bin(b, "add", x, bin(b, "multiply", w, diff));
+  tt_val hi = bin(b, "subtract", e, bin(b, "multiply", diff, bin(b, "subtract", K(b, w, 1), w)));
+  tt_lc_output(c, tt_b_convert(b, sel(b, small, lo, hi), dt));
+  return NULL;
+}
+
+/* self + value * t1 (*|/) t2 */
+static tt_error *addc(tt_lower_ctx *c, bool divide) {
+  int args[3] = {0, 1, 2};
+  if (divide && !tt_dtype_is_floating(arg_dtype(c, 1)) && !tt_dtype_is_floating(arg_dtype(c, 2)))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Integer division with addcdiv is no longer supported, and in a future  "
+                      "release addcdiv will perform a true division of tensor1 and tensor2. The "
+                      "historic addcdiv behavior can be implemented as (input + value * "
+                      "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+                      "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv "
+                      "behavior is just the latter implementation: (input + value * tensor1 / "
+                      "tensor2), for all dtypes.");
+  tt_dtype dt = tt_result_type(c, args, 3);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "addcmul of bool");
+  bshape s;
+  TT_TRY(broadcast(c, args, 3, &s));
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype cm = opmath(dt);
+  tt_val x = operand(c, 0, dt, cm, &s), t1 = operand(c, 1, dt, cm, &s);
+  tt_val t2 = operand(c, 2, dt, cm, &s);
+  tt_val v = is_none(c, 3) ? K(b, x, 1) : tt_b_broadcast_to(b, tt_lc_scalar(c, 3, cm), s.nd, s.dims);
+  tt_val r = divide ? bin(b, "divide", bin(b, "multiply", v, t1), t2)
+                    : bin(b, "multiply", bin(b, "multiply", v, t1), t2);
+  tt_lc_output(c, tt_b_convert(b, bin(b, "add", x, r), dt));
+  return NULL;
+}
+static tt_error *lower_addcmul(tt_lower_ctx *c) { return addc(c, false); }
+static tt_error *lower_addcdiv(tt_lower_ctx *c) { return addc(c, true); }
+
+/* ------------------------------------------------------------ table */
+
 TT_LOWERINGS(elementwise) = {
-    {lower_add, {"add.Tensor", "add_.Tensor", "add.out", "add.Scalar", "add_.Scalar"}},
-    {lower_sub, {"sub.Tensor", "sub_.Tensor", "sub.out", "sub.Scalar", "sub_.Scalar"}},
-    {lower_mul, {"mul.Tensor", "mul_.Tensor", "mul.out", "mul.Scalar", "mul_.Scalar"}},
+    {lower_add, {"add.Tensor", "add_.Tensor", "add.out", "add.Scalar", "add_.Scalar",
+                 "add.Scalar_out"}},
+    {lower_sub, {"sub.Tensor", "sub_.Tensor", "sub.out", "sub.Scalar", "sub_.Scalar",
+                 "sub.Scalar_out"}},
+    {lower_rsub, {"rsub.Tensor", "rsub.Scalar", "rsub.Tensor_out", "rsub.Scalar_out"}},
+    {lower_mul, {"mul.Tensor", "mul_.Tensor", "mul.out", "mul.Scalar", "mul_.Scalar",
+                 "mul.Scalar_out"}},
+    {lower_div, {"div.Tensor", "div_.Tensor", "div.out", "div.Scalar", "div_.Scalar",
+                 "div.Scalar_out"}},
+    {lower_div, {"div.Tensor_mode", "div_.Tensor_mode", "div.out_mode", "div.Scalar_mode",
+                 "div_.Scalar_mode", "div.Scalar_mode_out"}},
+    {lower_floor_divide, {"floor_divide", "floor_divide_.Tensor", "floor_divide.out",
+                          "floor_divide.Scalar", "floor_divide_.Scalar", "floor_divide.Scalar_out"}},
+    {lower_remainder, {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out",
+                       "remainder.Scalar", "remainder_.Scalar", "remainder.Scalar_out",
+                       "remainder.Scalar_Tensor", "remainder.Scalar_Tensor_out"}},
+    {lower_fmod, {"fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out", "fmod.Scalar", "fmod_.Scalar",
+                  "fmod.Scalar_out"}},
+    {lower_pow, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out", "pow.Tensor_Scalar",
+                 "pow_.Scalar", "pow.Tensor_Scalar_out", "pow.Scalar", "pow.Scalar_out"}},
+    {lower_atan2, {"atan2", "atan2_", "atan2.out"}},
+    {lower_maximum, {"maximum", "maximum.out"}},
+    {lower_minimum, {"minimum", "minimum.out"}},
+    {lower_fmax, {"fmax", "fmax.out"}},
+    {lower_fmin, {"fmin", "fmin.out"}},
+#define CMP(op)                                                                                 \
+  {lower_##op, {#op ".Tensor", #op "_.Tensor", #op ".Tensor_out", #op ".Scalar", #op "_.Scalar", \
+                #op ".Scalar_out"}}
+    CMP(eq), CMP(ne), CMP(lt), CMP(le), CMP(gt), CMP(ge),
+#undef CMP
+    {lower_logical_and, {"logical_and", "logical_and_", "logical_and.out"}},
+    {lower_logical_or, {"logical_or", "logical_or_", "logical_or.out"}},
+    {lower_logical_xor, {"logical_xor", "logical_xor_", "logical_xor.out"}},
+#define BW(op)                                                                                  \
+  {lower_##op, {#op ".Tensor", #op "_.Tensor", #op ".Tensor_out", #op ".Scalar", #op "_.Scalar", \
+                #op ".Scalar_out", #op ".Scalar_Tensor", #op ".Scalar_Tensor_out"}}
+    BW(bitwise_and), BW(bitwise_or), BW(bitwise_xor),
+#undef BW
+    {lower_where, {"where.self", "where.self_out"}},
+    {lower_clamp, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor",
+                   "clamp.Tensor_out"}},
+    {lower_clamp_min, {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor",
+                       "clamp_min_.Tensor", "clamp_min.Tensor_out"}},
+    {lower_clamp_max, {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor",
+                       "clamp_max_.Tensor", "clamp_max.Tensor_out"}},
+    {lower_lerp, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", "lerp.Tensor", "lerp_.Tensor",
+                  "lerp.Tensor_out"}},
+    {lower_addcmul, {"addcmul", "addcmul_", "addcmul.out"}},
+    {lower_addcdiv, {"addcdiv", "addcdiv_", "addcdiv.out"}},
     {NULL, {NULL}},
 };

@@ -1,6 +1,583 @@
-/* Lowerings of the unary family (see lowering.h). */
+/* Unary elementwise math and activations (with the backward ops autograd
+ * calls for them).
+ *
+ * Floating functions (exp, sin, ...) promote integer and bool inputs to the
+ * default float dtype like PyTorch. float16/bfloat16 are computed in float32
+ * and rounded once at the end, as PyTorch's CPU kernels do (opmath).
+ * Functions StableHLO lacks (erf, asin, sinh, ...) use the CHLO ops, which
+ * the XLA plugin legalizes. */
+#include <math.h>
+#include <string.h>
+
 #include "ops/common.h"
 
+/* ------------------------------------------------------------ helpers */
+
+static tt_dtype opmath(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16 ? TT_F32 : dt; }
+
+static tt_dtype float_result(tt_dtype dt) {
+  return tt_dtype_is_floating(dt) ? dt : TT_DEFAULT_FLOAT;
+}
+
+/* Argument i (a tpu tensor or a CPU scalar tensor) as dt, in its own shape. */
+static tt_val read_as(tt_lower_ctx *c, int i, tt_dtype dt) {
+  return tt_operand(c, i, dt, tt_arg_ndim(c, i), tt_arg_dims(c, i));
+}
+
+static tt_dtype arg_dtype(const tt_lower_ctx *c, int i) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  return a && a->kind == TT_ARG_TENSOR ? a->u.tensor->dtype : TT_F32;
+}
+
+/* Constant like x. */
+static tt_val K(tt_builder *b, tt_val x, double v) { return tt_full_like(b, x, v); }
+/* Scalar argument i as dt, broadcast like x. */
+static tt_val S(tt_lower_ctx *c, int i, tt_val x) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_shape s = tt_b_shape(b, x);
+  return tt_b_broadcast_to(b, tt_lc_scalar(c, i, s.dtype), s.ndim, s.dims);
+}
+
+static tt_val add(tt_builder *b, tt_val x, tt_val y) { return tt_b_binary(b, "add", x, y); }
+static tt_val sub(tt_builder *b, tt_val x, tt_val y) { return tt_b_binary(b, "subtract", x, y); }
+static tt_val mul(tt_builder *b, tt_val x, tt_val y) { return tt_b_binary(b, "multiply", x, y); }
+static tt_val dvd(tt_builder *b, tt_val x, tt_val y) { return tt_b_binary(b, "divide", x, y); }
+static tt_val un(tt_builder *b, const char *op, tt_val x) { return tt_b_unary(b, op, x); }
+static tt_val chlo(tt_builder *b, const char *op, tt_val x) {
+  return tt_b_op(b, op, &x, 1, NULL, tt_b_shape(b, x));
+}
+static tt_val cmp(tt_builder *b, const char *dir, tt_val x, tt_val y) {
+  return tt_b_compare(b, dir, x, y);
+}
+static tt_val sel(tt_builder *b, tt_val p, tt_val t, tt_val f) { return tt_b_select(b, p, t, f); }
+
+typedef tt_val (*unary_fn)(tt_builder *b, tt_val x);
+
+/* A floating function of self (arg 0): ints/bool promote to float32. */
+static tt_error *float_unary(tt_lower_ctx *c, unary_fn f) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype out = float_result(arg_dtype(c, 0));
+  tt_val x = read_as(c, 0, opmath(out));
+  tt_lc_output(c, tt_b_convert(b, f(b, x), out));
+  return NULL;
+}
+
+/* A floating-only function (activations): other dtypes run on CPU, which
+ * raises PyTorch's "not implemented for 'Long'" error. */
+static tt_error *require_float(tt_lower_ctx *c, int i) {
+  if (!tt_dtype_is_floating(arg_dtype(c, i)))
+    return tt_lc_decline(c, "%s is not implemented for %s", tt_lc_op_name(c),
+                         tt_dtype_name(arg_dtype(c, i)));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ math functions */
+
+static tt_val f_exp(tt_builder *b, tt_val x) { return un(b, "exponential", x); }
+static tt_val f_exp2(tt_builder *b, tt_val x) { return tt_b_binary(b, "power", K(b, x, 2), x); }
+static tt_val f_expm1(tt_builder *b, tt_val x) { return un(b, "exponential_minus_one", x); }
+static tt_val f_log(tt_builder *b, tt_val x) { return un(b, "log", x); }
+static tt_val f_log2(tt_builder *b, tt_val x) { return mul(b, un(b, "log", x), K(b, x, 1 / M_LN2)); }
+static tt_val f_log10(tt_builder *b, tt_val x) {
+  return mul(b, un(b, "log", x), K(b, x, 1 / M_LN10));
+}
+static tt_val f_log1p(tt_builder *b, tt_val x) { return un(b, "log_plus_one", x); }
+static tt_val f_sqrt(tt_builder *b, tt_val x) { return un(b, "sqrt", x); }
+static tt_val f_rsqrt(tt_builder *b, tt_val x) { return un(b, "rsqrt", x); }
+static tt_val f_sin(tt_builder *b, tt_val x) { return un(b, "sine", x); }
+static tt_val f_cos(tt_builder *b, tt_val x) { return un(b, "cosine", x); }
+static tt_val f_tan(tt_builder *b, tt_val x) { return un(b, "tan", x); }
+static tt_val f_asin(tt_builder *b, tt_val x) { return chlo(b, "chlo.asin", x); }
+static tt_val f_acos(tt_builder *b, tt_val x) { return chlo(b, "chlo.acos", x); }
+static tt_val f_atan(tt_builder *b, tt_val x) { return chlo(b, "chlo.atan", x); }
+/* sinh/cosh: chlo.sinh/cosh drift to ~13 ulp for |x| > 40 (measured), past
+ * float32 tolerance. With t = exp(|x|/2): e^|x|/2 = (t/2)*t (no early
+ * overflow) and e^-|x|/2 = (0.5/t)/t, about 3 ulp; small |x| uses expm1
+ * (u + u/(u+1))/2 to avoid cancellation. */
+static tt_val half_exp_pair(tt_builder *b, tt_val ax, tt_val *neg) {
+  tt_val t = un(b, "exponential", mul(b, ax, K(b, ax, 0.5)));
+  *neg = dvd(b, dvd(b, K(b, ax, 0.5), t), t);
+  return mul(b, mul(b, K(b, ax, 0.5), t), t);
+}
+static tt_val f_sinh(tt_builder *b, tt_val x) {
+  tt_val ax = un(b, "abs", x), neg;
+  tt_val pos = half_exp_pair(b, ax, &neg);
+  tt_val big = sub(b, pos, neg);
+  big = sel(b, cmp(b, "LT", x, K(b, x, 0)), un(b, "negate", big), big);
+  tt_val u = un(b, "exponential_minus_one", x); /* signed: keeps -0.0 */
+  tt_val small = mul(b, K(b, x, 0.5), add(b, u, dvd(b, u, add(b, u, K(b, x, 1)))));
+  return sel(b, cmp(b, "LT", ax, K(b, x, 1)), small, big);
+}
+static tt_val f_cosh(tt_builder *b, tt_val x) {
+  tt_val ax = un(b, "abs", x), neg;
+  tt_val pos = half_exp_pair(b, ax, &neg);
+  return add(b, pos, neg);
+}
+static tt_val f_tanh(tt_builder *b, tt_val x) { return un(b, "tanh", x); }
+static tt_val f_asinh(tt_builder *b, tt_val x) { return chlo(b, "chlo.asinh", x); }
+static tt_val f_acosh(tt_builder *b, tt_val x) { return chlo(b, "chlo.acosh", x); }
+static tt_val f_atanh(tt_builder *b, tt_val x) { return chlo(b, "chlo.atanh", x); }
+/* PyTorch: 1 / (1 + exp(-x)) */
+static tt_val f_sigmoid(tt_builder *b, tt_val x) {
+  tt_val one = K(b, x, 1);
+  return dvd(b, one, add(b, one, un(b, "exponential", un(b, "negate", x))));
+}
+static tt_val f_erf(tt_builder *b, tt_val x) { return chlo(b, "chlo.erf", x); }
+static tt_val f_erfc(tt_builder *b, tt_val x) { return chlo(b, "chlo.erfc", x); }
+static tt_val f_erfinv(tt_builder *b, tt_val x) { return chlo(b, "chlo.erf_inv", x); }
+static tt_val f_reciprocal(tt_builder *b, tt_val x) { return dvd(b, K(b, x, 1), x); }
+
+#define FLOAT_UNARY(name)                                                        \
+  static tt_error *lower_##name(tt_lower_ctx *c) { return float_unary(c, f_##name); }
+FLOAT_UNARY(exp)
+FLOAT_UNARY(exp2)
+FLOAT_UNARY(expm1)
+FLOAT_UNARY(log)
+FLOAT_UNARY(log2)
+FLOAT_UNARY(log10)
+FLOAT_UNARY(log1p)
+FLOAT_UNARY(sqrt)
+FLOAT_UNARY(rsqrt)
+FLOAT_UNARY(sin)
+FLOAT_UNARY(cos)
+FLOAT_UNARY(tan)
+FLOAT_UNARY(asin)
+FLOAT_UNARY(acos)
+FLOAT_UNARY(atan)
+FLOAT_UNARY(sinh)
+FLOAT_UNARY(cosh)
+FLOAT_UNARY(tanh)
+FLOAT_UNARY(asinh)
+FLOAT_UNARY(acosh)
+FLOAT_UNARY(atanh)
+FLOAT_UNARY(sigmoid)
+FLOAT_UNARY(erf)
+FLOAT_UNARY(erfc)
+FLOAT_UNARY(erfinv)
+FLOAT_UNARY(reciprocal)
+
+/* ------------------------------------------------------------ dtype-keeping */
+
+static tt_error *lower_neg(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (dt == TT_BOOL)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                      "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  tt_builder *b = tt_lc_builder(c);
+  tt_lc_output(c, un(b, "negate", read_as(c, 0, dt)));
+  return NULL;
+}
+
+static tt_error *lower_abs(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "abs is not implemented for bool");
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  tt_lc_output(c, dt == TT_U8 ? x : un(b, "abs", x));
+  return NULL;
+}
+
+/* PyTorch: (0 < x) - (x < 0); NaN gives 0. bool and uint8 too. */
+static tt_error *sign_common(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  if (dt == TT_BOOL) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  tt_val zero = K(b, x, 0);
+  tt_val r = sel(b, cmp(b, "GT", x, zero), K(b, x, 1), zero);
+  if (dt != TT_U8) r = sel(b, cmp(b, "LT", x, zero), K(b, x, -1), r);
+  tt_lc_output(c, r);
+  return NULL;
+}
+static tt_error *lower_sign(tt_lower_ctx *c) { return sign_common(c); }
+static tt_error *lower_sgn(tt_lower_ctx *c) { return sign_common(c); }
+
+/* floor/ceil/round/trunc: identity on integers; bool unsupported (CPU raises). */
+static tt_error *rounding(tt_lower_ctx *c, const char *op) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "%s is not implemented for bool", tt_lc_op_name(c));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  if (!tt_dtype_is_floating(dt)) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  tt_val r;
+  if (op[0] == 't') /* trunc: round toward zero */
+    r = sel(b, cmp(b, "LT", x, K(b, x, 0)), un(b, "ceil", x), un(b, "floor", x));
+  else
+    r = un(b, op, x);
+  tt_lc_output(c, r);
+  return NULL;
+}
+static tt_error *lower_floor(tt_lower_ctx *c) { return rounding(c, "floor"); }
+static tt_error *lower_ceil(tt_lower_ctx *c) { return rounding(c, "ceil"); }
+static tt_error *lower_trunc(tt_lower_ctx *c) { return rounding(c, "trunc"); }
+static tt_error *lower_round(tt_lower_ctx *c) {
+  if (tt_lc_nargs(c) > 1 && tt_lc_kind(c, 1) == TT_ARG_INT && tt_lc_int(c, 1, 0) != 0)
+    return tt_lc_decline(c, "round with decimals != 0");
+  return rounding(c, "round_nearest_even");
+}
+
+/* frac: x - trunc(x); floating only. */
+static tt_error *lower_frac(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  tt_dtype dt = arg_dtype(c, 0);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, opmath(dt));
+  tt_val t = sel(b, cmp(b, "LT", x, K(b, x, 0)), un(b, "ceil", x), un(b, "floor", x));
+  tt_lc_output(c, tt_b_convert(b, sub(b, x, t), dt));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ predicates */
+
+static tt_error *lower_isnan(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  tt_shape s = tt_b_shape(b, x);
+  s.dtype = TT_BOOL;
+  tt_lc_output(c, tt_dtype_is_floating(dt) ? cmp(b, "NE", x, x) : tt_b_full(b, s, 0));
+  return NULL;
+}
+
+static tt_error *lower_isinf(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  tt_shape s = tt_b_shape(b, x);
+  s.dtype = TT_BOOL;
+  tt_lc_output(c, tt_dtype_is_floating(dt) ? cmp(b, "EQ", un(b, "abs", x), K(b, x, INFINITY))
+                                           : tt_b_full(b, s, 0));
+  return NULL;
+}
+
+/* nan_to_num(self, nan=None, posinf=None, neginf=None): static replacement
+ * values; infinities default to the dtype's largest finite values. */
+static double finite_max(tt_dtype dt) {
+  switch (dt) {
+    case TT_F16: return 65504.0;
+    case TT_BF16: return 3.3895313892515355e38;
+    case TT_F32: return 3.4028234663852886e38;
+    default: return 1.7976931348623157e308;
+  }
+}
+
+static tt_error *lower_nan_to_num(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  if (!tt_dtype_is_floating(dt)) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  double nan_v = tt_lc_is_none(c, 1) ? 0.0 : tt_lc_double(c, 1, 0.0);
+  double pos_v = tt_lc_is_none(c, 2) ? finite_max(dt) : tt_lc_double(c, 2, 0.0);
+  double neg_v = tt_lc_is_none(c, 3) ? -finite_max(dt) : tt_lc_double(c, 3, 0.0);
+  tt_val r = sel(b, cmp(b, "NE", x, x), K(b, x, nan_v), x);
+  r = sel(b, cmp(b, "EQ", x, K(b, x, INFINITY)), K(b, x, pos_v), r);
+  r = sel(b, cmp(b, "EQ", x, K(b, x, -INFINITY)), K(b, x, neg_v), r);
+  tt_lc_output(c, r);
+  return NULL;
+}
+
+static tt_error *lower_logical_not(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_lc_output(c, un(b, "not", read_as(c, 0, TT_BOOL)));
+  return NULL;
+}
+
+static tt_error *lower_bitwise_not(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (tt_dtype_is_floating(dt)) return tt_lc_decline(c, "bitwise_not is not implemented for floats");
+  tt_builder *b = tt_lc_builder(c);
+  tt_lc_output(c, un(b, "not", read_as(c, 0, dt)));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ activations */
+
+/* relu = clamp_min(x, 0): NaN propagates. */
+static tt_error *lower_relu(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (dt == TT_BOOL)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Boolean inputs not supported for relu");
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  tt_val zero = K(b, x, 0);
+  tt_lc_output(c, sel(b, cmp(b, "LT", x, zero), zero, x));
+  return NULL;
+}
+
+/* Reads self (arg i) in opmath after checking it is floating. */
+#define FLOAT_SELF(i)                          \
+  TT_TRY(require_float(c, (i)));               \
+  tt_builder *b = tt_lc_builder(c);            \
+  tt_dtype dt = arg_dtype(c, (i));             \
+  tt_val x = read_as(c, (i), opmath(dt))
+#define OUT(v) (tt_lc_output(c, tt_b_convert(b, (v), dt)), (tt_error *)NULL)
+
+static bool gelu_tanh(tt_lower_ctx *c, int i, tt_error **err) {
+  const char *mode = tt_lc_string(c, i, "none");
+  *err = NULL;
+  if (!strcmp(mode, "tanh")) return true;
+  if (strcmp(mode, "none"))
+    *err = tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "approximate argument must be either none or tanh.");
+  return false;
+}
+
+#define GELU_BETA (M_SQRT2 * M_2_SQRTPI * 0.5)
+#define GELU_KAPPA 0.044715
+
+static tt_error *lower_gelu(tt_lower_ctx *c) {
+  tt_error *err;
+  bool approx = gelu_tanh(c, 1, &err);
+  if (err) return err;
+  FLOAT_SELF(0);
+  tt_val half_x = mul(b, K(b, x, 0.5), x);
+  tt_val inner;
+  if (approx) { /* 0.5x(1 + tanh(beta (x + kappa x^3))) */
+    tt_val cube = mul(b, mul(b, x, x), x);
+    inner = un(b, "tanh", mul(b, K(b, x, GELU_BETA), add(b, x, mul(b, K(b, x, GELU_KAPPA), cube))));
+  } else { /* 0.5x(1 + erf(x / sqrt 2)) */
+    inner = chlo(b, "chlo.erf", mul(b, x, K(b, x, M_SQRT1_2)));
+  }
+  return OUT(mul(b, half_x, add(b, K(b, x, 1), inner)));
+}
+
+static tt_error *lower_gelu_backward(tt_lower_ctx *c) {
+  tt_error *err;
+  bool approx = gelu_tanh(c, 2, &err);
+  if (err) return err;
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val r;
+  if (approx) {
+    tt_val x_sq = mul(b, x, x);
+    tt_val x_cube = mul(b, x_sq, x);
+    tt_val inner = mul(b, K(b, x, GELU_BETA), add(b, x, mul(b, K(b, x, GELU_KAPPA), x_cube)));
+    tt_val t = un(b, "tanh", inner);
+    tt_val left = mul(b, K(b, x, 0.5), x);
+    tt_val right = add(b, K(b, x, 1), t);
+    tt_val left_d = mul(b, K(b, x, 0.5), right);
+    tt_val tanh_d = sub(b, K(b, x, 1), mul(b, t, t));
+    tt_val inner_d = mul(b, K(b, x, GELU_BETA),
+                         add(b, K(b, x, 1), mul(b, K(b, x, 3 * GELU_KAPPA), x_sq)));
+    tt_val right_d = mul(b, mul(b, left, tanh_d), inner_d);
+    r = mul(b, g, add(b, left_d, right_d));
+  } else {
+    tt_val cdf = mul(b, K(b, x, 0.5),
+                     add(b, K(b, x, 1), chlo(b, "chlo.erf", mul(b, x, K(b, x, M_SQRT1_2)))));
+    tt_val pdf = mul(b, un(b, "exponential", mul(b, K(b, x, -0.5), mul(b, x, x))),
+                     K(b, x, M_2_SQRTPI * M_SQRT1_2 * 0.5));
+    r = mul(b, g, add(b, cdf, mul(b, x, pdf)));
+  }
+  return OUT(r);
+}
+
+/* silu: x / (1 + exp(-x)) */
+static tt_error *lower_silu(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  return OUT(dvd(b, x, add(b, K(b, x, 1), un(b, "exponential", un(b, "negate", x)))));
+}
+
+/* mish: x * tanh(softplus(x)) */
+static tt_error *lower_mish(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  return OUT(mul(b, x, un(b, "tanh", un(b, "log_plus_one", un(b, "exponential", x)))));
+}
+
+/* sigmoid_backward(grad, y): grad * (1 - y) * y */
+static tt_error *lower_sigmoid_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  return OUT(mul(b, mul(b, g, sub(b, K(b, x, 1), x)), x));
+}
+
+/* tanh_backward(grad, y): grad * (1 - y^2) */
+static tt_error *lower_tanh_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  return OUT(mul(b, g, sub(b, K(b, x, 1), mul(b, x, x))));
+}
+
+/* threshold_backward(grad, self, threshold): self <= threshold ? 0 : grad */
+static tt_error *lower_threshold_backward(tt_lower_ctx *c) {
+  int args[2] = {0, 1}, nd;
+  int64_t dims[TT_MAX_DIMS];
+  tt_dtype dt = tt_result_type(c, args, 2);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "threshold_backward on bool");
+  TT_TRY(tt_broadcast_args(c, args, 2, &nd, dims));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val g = tt_operand(c, 0, dt, nd, dims);
+  tt_val x = tt_operand(c, 1, dt, nd, dims);
+  tt_lc_output(c, sel(b, cmp(b, "LE", x, S(c, 2, x)), K(b, g, 0), g));
+  return NULL;
+}
+
+/* hardtanh(self, min_val, max_val) = clamp (std::min/max: NaN self propagates) */
+static tt_error *lower_hardtanh(tt_lower_ctx *c) {
+  /* Integer self: PyTorch promotes through clamp by the bounds' kinds; run on CPU. */
+  FLOAT_SELF(0);
+  tt_val lo = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? S(c, 1, x) : K(b, x, -1);
+  tt_val hi = tt_lc_nargs(c) > 2 && !tt_lc_is_none(c, 2) ? S(c, 2, x) : K(b, x, 1);
+  tt_val r = sel(b, cmp(b, "LT", x, lo), lo, x);
+  r = sel(b, cmp(b, "LT", hi, r), hi, r);
+  return OUT(r);
+}
+
+/* hardtanh_backward(grad, self, min, max): (x <= min || x >= max) ? 0 : grad */
+static tt_error *lower_hardtanh_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val out = tt_b_binary(b, "or", cmp(b, "LE", x, S(c, 2, x)), cmp(b, "GE", x, S(c, 3, x)));
+  return OUT(sel(b, out, K(b, g, 0), g));
+}
+
+/* leaky_relu(self, slope): x > 0 ? x : x * slope */
+static tt_error *lower_leaky_relu(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  tt_val slope = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? S(c, 1, x) : K(b, x, 0.01);
+  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), x, mul(b, x, slope)));
+}
+
+/* leaky_relu_backward(grad, self, slope, self_is_result): self > 0 ? grad : grad * slope */
+static tt_error *lower_leaky_relu_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), g, mul(b, g, S(c, 2, x))));
+}
+
+/* elu(self, alpha, scale, input_scale):
+ * x <= 0 ? expm1(x * input_scale) * alpha * scale : x * scale */
+static tt_val scalar_or(tt_lower_ctx *c, int i, tt_val like, double dflt) {
+  if (tt_lc_nargs(c) > i && !tt_lc_is_none(c, i)) return S(c, i, like);
+  return K(tt_lc_builder(c), like, dflt);
+}
+
+static tt_error *lower_elu(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  tt_val alpha = scalar_or(c, 1, x, 1), scale = scalar_or(c, 2, x, 1);
+  tt_val in_scale = scalar_or(c, 3, x, 1);
+  tt_val neg = mul(b, un(b, "exponential_minus_one", mul(b, x, in_scale)), mul(b, alpha, scale));
+  return OUT(sel(b, cmp(b, "LE", x, K(b, x, 0)), neg, mul(b, x, scale)));
+}
+
+/* elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result) */
+static tt_error *lower_elu_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(5);
+  bool is_result = tt_lc_bool(c, 4, false);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val alpha = S(c, 1, x), scale = S(c, 2, x), in_scale = S(c, 3, x);
+  tt_val negcoef = mul(b, alpha, scale);
+  tt_val neg;
+  if (is_result) /* g * input_scale * (y + negcoef) */
+    neg = mul(b, mul(b, g, in_scale), add(b, x, negcoef));
+  else /* g * input_scale * negcoef * exp(x * input_scale) */
+    neg = mul(b, mul(b, mul(b, g, in_scale), negcoef), un(b, "exponential", mul(b, x, in_scale)));
+  return OUT(sel(b, cmp(b, "LE", x, K(b, x, 0)), neg, mul(b, g, scale)));
+}
+
+/* softplus(self, beta, threshold): x*beta > threshold ? x : log1p(exp(x*beta)) / beta */
+static tt_error *lower_softplus(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  tt_val beta = scalar_or(c, 1, x, 1), thr = scalar_or(c, 2, x, 20);
+  tt_val xb = mul(b, x, beta);
+  tt_val soft = dvd(b, un(b, "log_plus_one", un(b, "exponential", xb)), beta);
+  return OUT(sel(b, cmp(b, "GT", xb, thr), x, soft));
+}
+
+/* softplus_backward(grad, self, beta, threshold):
+ * z = exp(x*beta); x*beta > threshold ? grad : grad * z / (z + 1) */
+static tt_error *lower_softplus_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val xb = mul(b, x, S(c, 2, x));
+  tt_val z = un(b, "exponential", xb);
+  tt_val soft = dvd(b, mul(b, g, z), add(b, z, K(b, x, 1)));
+  return OUT(sel(b, cmp(b, "GT", xb, S(c, 3, x)), g, soft));
+}
+
+/* min(max(x + 3, 0), 6) with std::min/max NaN behaviour */
+static tt_val relu6_shift(tt_builder *b, tt_val x) {
+  tt_val y = add(b, x, K(b, x, 3));
+  tt_val zero = K(b, x, 0), six = K(b, x, 6);
+  y = sel(b, cmp(b, "LT", y, zero), zero, y);
+  return sel(b, cmp(b, "LT", six, y), six, y);
+}
+
+static tt_error *lower_hardsigmoid(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  return OUT(dvd(b, relu6_shift(b, x), K(b, x, 6)));
+}
+
+/* (x > -3 && x < 3) ? grad * (1/6) : 0 */
+static tt_error *lower_hardsigmoid_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val in = tt_b_binary(b, "and", cmp(b, "GT", x, K(b, x, -3)), cmp(b, "LT", x, K(b, x, 3)));
+  return OUT(sel(b, in, mul(b, g, K(b, x, 1.0f / 6.0f)), K(b, x, 0)));
+}
+
+static tt_error *lower_hardswish(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  return OUT(dvd(b, mul(b, x, relu6_shift(b, x)), K(b, x, 6)));
+}
+
+/* x <= -3 ? 0 : x < 3 ? grad * (x / 3 + 0.5) : grad */
+static tt_error *lower_hardswish_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val mid = mul(b, g, add(b, dvd(b, x, K(b, x, 3)), K(b, x, 0.5)));
+  tt_val r = sel(b, cmp(b, "LT", x, K(b, x, 3)), mid, g);
+  return OUT(sel(b, cmp(b, "LE", x, K(b, x, -3)), K(b, x, 0), r));
+}
+
+/* ------------------------------------------------------------ table */
+
+#define FU(op) {lower_##op, {#op, #op "_", #op ".out"}}
+
 TT_LOWERINGS(unary) = {
+    FU(exp), FU(exp2), FU(expm1), FU(log), FU(log2), FU(log10), FU(log1p), FU(sqrt), FU(rsqrt),
+    FU(sin), FU(cos), FU(tan), FU(asin), FU(acos), FU(atan), FU(sinh), FU(cosh), FU(tanh),
+    FU(asinh), FU(acosh), FU(atanh), FU(sigmoid), FU(erf), FU(erfc), FU(erfinv), FU(reciprocal),
+    FU(neg), FU(abs), FU(sign), FU(sgn), FU(floor), FU(ceil), FU(trunc), FU(frac),
+    {lower_round, {"round", "round_", "round.out", "round.decimals", "round_.decimals",
+                   "round.decimals_out"}},
+    {lower_isnan, {"isnan", "isnan.out"}},
+    {lower_isinf, {"isinf", "isinf.out"}},
+    FU(nan_to_num), FU(logical_not), FU(bitwise_not), FU(relu),
+    FU(gelu),
+    {lower_gelu_backward, {"gelu_backward", "gelu_backward.grad_input"}},
+    FU(silu), FU(mish),
+    {lower_sigmoid_backward, {"sigmoid_backward", "sigmoid_backward.grad_input"}},
+    {lower_tanh_backward, {"tanh_backward", "tanh_backward.grad_input"}},
+    {lower_threshold_backward, {"threshold_backward", "threshold_backward.grad_input"}},
+    FU(hardtanh),
+    {lower_hardtanh_backward, {"hardtanh_backward", "hardtanh_backward.grad_input"}},
+    FU(leaky_relu),
+    {lower_leaky_relu_backward, {"leaky_relu_backward", "leaky_relu_backward.grad_input"}},
+    FU(elu),
+    {lower_elu_backward, {"elu_backward", "elu_backward.grad_input"}},
+    {lower_softplus, {"softplus", "softplus.out"}},
+    {lower_softplus_backward, {"softplus_backward", "softplus_backward.grad_input"}},
+    FU(hardsigmoid),
+    {lower_hardsigmoid_backward, {"hardsigmoid_backward", "hardsigmoid_backward.grad_input"}},
+    FU(hardswish),
+    {lower_hardswish_backward, {"hardswish_backward", "hardswish_backward.out"}},
     {NULL, {NULL}},
 };
