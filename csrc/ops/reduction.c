@@ -35,6 +35,33 @@ static bool is_half(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16; }
 /* Accumulation dtype of a float dtype. */
 static tt_dtype acc_of(tt_dtype dt) { return is_half(dt) ? TT_F32 : dt; }
 
+/* A ScalarType argument. The C++ boundary currently passes ScalarType as a
+ * plain int (c10::ScalarType numbering; the schema's fake int type), so both
+ * forms are accepted. Returns false for dtypes the core lacks. */
+static bool arg_dtype(const tt_lower_ctx *c, int i, tt_dtype dflt, tt_dtype *out) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  *out = dflt;
+  if (!a || a->kind == TT_ARG_NONE) return true;
+  if (a->kind == TT_ARG_DTYPE) {
+    *out = a->u.dtype;
+    return true;
+  }
+  if (a->kind != TT_ARG_INT) return false;
+  switch (a->u.i) { /* c10::ScalarType */
+    case 0: *out = TT_U8; return true;
+    case 1: *out = TT_I8; return true;
+    case 2: *out = TT_I16; return true;
+    case 3: *out = TT_I32; return true;
+    case 4: *out = TT_I64; return true;
+    case 5: *out = TT_F16; return true;
+    case 6: *out = TT_F32; return true;
+    case 7: *out = TT_F64; return true;
+    case 11: *out = TT_BOOL; return true;
+    case 15: *out = TT_BF16; return true;
+    default: return false;
+  }
+}
+
 /* dtype of the first mutated tensor argument (out= / in-place), if any. */
 static bool written_dtype(const tt_lower_ctx *c, tt_dtype *dt) {
   for (int i = 0; i < tt_lc_nargs(c); i++) {
@@ -121,6 +148,16 @@ static tt_val reduce_add(tt_builder *b, tt_val x, const rplan *p) {
   return tt_b_reduce(b, x, tt_b_constant(b, dt, 0), p->dims, p->n, dt == TT_BOOL ? "or" : "add");
 }
 
+/* Max/min over dims that propagates NaN like PyTorch (the plugin's reduce
+ * with stablehlo.maximum drops NaNs). */
+static tt_val extreme_reduce(tt_builder *b, tt_val x, const int64_t *dims, int n, bool is_max) {
+  tt_val v = is_max ? tt_reduce_max(b, x, dims, n) : tt_reduce_min(b, x, dims, n);
+  if (!tt_dtype_is_floating(tt_b_dtype(b, x)) || n == 0) return v;
+  tt_val nan = tt_b_compare(b, "NE", x, x);
+  tt_val any = tt_b_reduce(b, nan, tt_b_constant(b, TT_BOOL, 0), dims, n, "or");
+  return tt_b_select(b, any, tt_full_like(b, v, NAN), v);
+}
+
 /* Fails with PyTorch's message if a reduced dim is empty (max-like ops). */
 static tt_error *require_nonempty(tt_lower_ctx *c, const char *op, const rplan *p, bool dim_given) {
   if (!dim_given && p->count == 0 && p->n == p->ndim)
@@ -145,11 +182,11 @@ static tt_error *builder_error(tt_lower_ctx *c) {
 
 /* Result dtype of sum/prod: dtype argument, else the out= tensor's dtype,
  * else int64 for integral/bool inputs, else the input dtype. */
-static tt_dtype sum_dtype(const tt_lower_ctx *c, int dtype_arg, tt_dtype in) {
-  tt_dtype dt;
-  if (!tt_lc_is_none(c, dtype_arg)) return tt_lc_dtype(c, dtype_arg, in);
-  if (written_dtype(c, &dt)) return dt;
-  return tt_dtype_is_floating(in) ? in : TT_I64;
+static bool sum_dtype(const tt_lower_ctx *c, int dtype_arg, tt_dtype in, tt_dtype *out) {
+  if (!tt_lc_is_none(c, dtype_arg)) return arg_dtype(c, dtype_arg, in, out);
+  if (written_dtype(c, out)) return true;
+  *out = tt_dtype_is_floating(in) ? in : TT_I64;
+  return true;
 }
 
 static tt_error *sum_prod(tt_lower_ctx *c, bool prod, int dim_arg, int keep_arg, int dtype_arg) {
@@ -158,7 +195,8 @@ static tt_error *sum_prod(tt_lower_ctx *c, bool prod, int dim_arg, int keep_arg,
   rplan p;
   if (!plan_dims(c, r, dim_arg, true, keep_arg >= 0 && tt_lc_bool(c, keep_arg, false), &p))
     return builder_error(c);
-  tt_dtype out = sum_dtype(c, dtype_arg, r->dtype);
+  tt_dtype out;
+  if (!sum_dtype(c, dtype_arg, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
   if (out == TT_BOOL) return tt_lc_decline(c, "bool result dtype");
   tt_dtype acc = acc_of(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
@@ -191,7 +229,7 @@ static tt_error *lower_mean(tt_lower_ctx *c) {
     return builder_error(c);
   tt_dtype out = r->dtype;
   if (!tt_lc_is_none(c, dtype_arg)) {
-    out = tt_lc_dtype(c, dtype_arg, r->dtype);
+    if (!arg_dtype(c, dtype_arg, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
     if (!tt_dtype_is_floating(out))
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                         "mean(): could not infer output dtype. Optional dtype must be either a "
@@ -226,7 +264,7 @@ static tt_error *extreme(tt_lower_ctx *c, bool is_max, int dim_arg, int keep_arg
                       "Expected the dtype for input and out to match, but got %s for input's "
                       "dtype and %s for out's dtype.", torch_name(r->dtype), torch_name(out_dt));
   tt_val x = tt_lc_tensor(c, 0);
-  tt_val v = is_max ? tt_reduce_max(b, x, p.dims, p.n) : tt_reduce_min(b, x, p.dims, p.n);
+  tt_val v = extreme_reduce(b, x, p.dims, p.n, is_max);
   tt_lc_output(c, finish(b, v, &p));
   return NULL;
 }
@@ -500,7 +538,8 @@ static tt_error *cum(tt_lower_ctx *c, const char *op) {
   const tt_tensor_ref *r = tt_lc_ref(c, 0);
   int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), r->ndim);
   if (dim < 0) return builder_error(c);
-  tt_dtype out = sum_dtype(c, 2, r->dtype);
+  tt_dtype out;
+  if (!sum_dtype(c, 2, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
   if (out == TT_BOOL) return tt_lc_decline(c, "bool result dtype");
   tt_dtype acc = acc_of(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
@@ -561,7 +600,8 @@ static tt_error *softmax_backward(tt_lower_ctx *c, bool log) {
     return tt_lc_decline(c, "grad and output shapes differ");
   int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 2, 0), g->ndim);
   if (dim < 0) return builder_error(c);
-  tt_dtype out = tt_lc_dtype(c, 3, g->dtype);
+  tt_dtype out;
+  if (!arg_dtype(c, 3, g->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
   if (!tt_dtype_is_floating(out)) return tt_lc_decline(c, "non-float input_dtype");
   tt_dtype acc = acc_of(tt_promote(g->dtype, o->dtype));
   tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
@@ -606,7 +646,7 @@ static tt_error *lower_vector_norm(tt_lower_ctx *c) {
                       "Got %s", torch_name(r->dtype));
   tt_dtype out = r->dtype;
   if (!tt_lc_is_none(c, 4)) {
-    out = tt_lc_dtype(c, 4, r->dtype);
+    if (!arg_dtype(c, 4, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
     if (!tt_dtype_is_floating(out) || tt_promote(r->dtype, out) != out)
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                         "linalg.vector_norm: the dtype of the input (%s) should be convertible "
@@ -621,8 +661,8 @@ static tt_error *lower_vector_norm(tt_lower_ctx *c) {
   tt_dtype acc = acc_of(out);
   tt_val a = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_tensor(c, 0), acc));
   tt_val ord = tt_lc_scalar(c, 1, acc);
-  tt_val r_max = tt_reduce_max(b, a, p.dims, p.n);
-  tt_val r_min = tt_reduce_min(b, a, p.dims, p.n);
+  tt_val r_max = extreme_reduce(b, a, p.dims, p.n, true);
+  tt_val r_min = extreme_reduce(b, a, p.dims, p.n, false);
   tt_val r_0 = reduce_add(b, tt_b_convert(b, tt_b_convert(b, a, TT_BOOL), acc), &p);
   tt_val r_1 = reduce_add(b, a, &p);
   tt_val r_2 = tt_b_unary(b, "sqrt", reduce_add(b, tt_b_binary(b, "multiply", a, a), &p));
