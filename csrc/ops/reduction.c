@@ -1,6 +1,715 @@
-/* Lowerings of the reduction family (see lowering.h). */
+/* Lowerings of the reduction family (see lowering.h): sum, mean, amax/amin,
+ * max/min (full and with indices), argmax/argmin, var/std (+ _mean), prod,
+ * logsumexp, all/any, cumsum/cumprod, softmax/log_softmax and their
+ * backward ops, linalg_vector_norm.
+ *
+ * float16/bfloat16 inputs accumulate in float32 and round once at the end,
+ * like CPU PyTorch. Integer and bool sums/products accumulate in int64. */
 #include "ops/common.h"
 
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ helpers */
+
+/* PyTorch's ScalarType name ("Float", "Long") for error messages. */
+static const char *torch_name(tt_dtype dt) {
+  switch (dt) {
+    case TT_BOOL: return "Bool";
+    case TT_U8: return "Byte";
+    case TT_I8: return "Char";
+    case TT_I16: return "Short";
+    case TT_I32: return "Int";
+    case TT_I64: return "Long";
+    case TT_F16: return "Half";
+    case TT_BF16: return "BFloat16";
+    case TT_F32: return "Float";
+    case TT_F64: return "Double";
+    default: return "Unknown";
+  }
+}
+
+static bool is_half(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16; }
+/* Accumulation dtype of a float dtype. */
+static tt_dtype acc_of(tt_dtype dt) { return is_half(dt) ? TT_F32 : dt; }
+
+/* A ScalarType argument. The C++ boundary currently passes ScalarType as a
+ * plain int (c10::ScalarType numbering; the schema's fake int type), so both
+ * forms are accepted. Returns false for dtypes the core lacks. */
+static bool arg_dtype(const tt_lower_ctx *c, int i, tt_dtype dflt, tt_dtype *out) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  *out = dflt;
+  if (!a || a->kind == TT_ARG_NONE) return true;
+  if (a->kind == TT_ARG_DTYPE) {
+    *out = a->u.dtype;
+    return true;
+  }
+  if (a->kind != TT_ARG_INT) return false;
+  switch (a->u.i) { /* c10::ScalarType */
+    case 0: *out = TT_U8; return true;
+    case 1: *out = TT_I8; return true;
+    case 2: *out = TT_I16; return true;
+    case 3: *out = TT_I32; return true;
+    case 4: *out = TT_I64; return true;
+    case 5: *out = TT_F16; return true;
+    case 6: *out = TT_F32; return true;
+    case 7: *out = TT_F64; return true;
+    case 11: *out = TT_BOOL; return true;
+    case 15: *out = TT_BF16; return true;
+    default: return false;
+  }
+}
+
+/* dtype of the first mutated tensor argument (out= / in-place), if any. */
+static bool written_dtype(const tt_lower_ctx *c, tt_dtype *dt) {
+  for (int i = 0; i < tt_lc_nargs(c); i++) {
+    const tt_arg *a = tt_lc_arg(c, i);
+    if (a && a->written && a->kind == TT_ARG_TENSOR) {
+      *dt = a->u.tensor->dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Which dims a reduction covers. */
+typedef struct {
+  int ndim;                   /* input rank */
+  int64_t in[TT_MAX_DIMS];    /* input sizes */
+  bool red[TT_MAX_DIMS];      /* dim i reduced */
+  int64_t dims[TT_MAX_DIMS];  /* reduced dims, ascending */
+  int n;
+  bool keepdim;
+  int out_ndim;               /* result rank (with keepdim) */
+  int64_t out[TT_MAX_DIMS];
+  int64_t kept_dims[TT_MAX_DIMS]; /* keepdim shape (1 at reduced dims) */
+  int64_t count;              /* elements reduced into each output */
+} rplan;
+
+/* Reduction plan from list argument `arg` of tensor `ref`. A None list (or
+ * an absent argument) reduces every dim; an empty list reduces every dim if
+ * empty_all, none otherwise. Returns false if the builder failed (bad dim). */
+static bool plan_dims(tt_lower_ctx *c, const tt_tensor_ref *ref, int arg, bool empty_all,
+                      bool keepdim, rplan *p) {
+  memset(p, 0, sizeof *p);
+  p->ndim = ref->ndim;
+  memcpy(p->in, ref->sizes, sizeof(int64_t) * (size_t)ref->ndim);
+  p->keepdim = keepdim;
+  int64_t list[TT_MAX_DIMS + 4];
+  int n = arg < 0 ? -1 : tt_lc_int_list(c, arg, list, TT_MAX_DIMS + 4);
+  if (n > TT_MAX_DIMS + 4) {
+    tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "too many dims");
+    return false;
+  }
+  bool all = n < 0 || (n == 0 && empty_all);
+  if (all) {
+    for (int i = 0; i < ref->ndim; i++) p->red[i] = true;
+  } else {
+    for (int k = 0; k < n; k++) {
+      int64_t d = tt_wrap_dim(c, list[k], ref->ndim);
+      if (d < 0) return false;
+      if (ref->ndim == 0) continue; /* a scalar accepts dim 0/-1 and reduces nothing */
+      if (p->red[d]) {
+        tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "dim %" PRId64 " appears multiple times in the list of dims", d);
+        return false;
+      }
+      p->red[d] = true;
+    }
+  }
+  p->count = 1;
+  for (int i = 0; i < ref->ndim; i++) {
+    if (p->red[i]) {
+      p->dims[p->n++] = i;
+      p->count *= ref->sizes[i];
+      p->kept_dims[i] = 1;
+    } else {
+      p->kept_dims[i] = ref->sizes[i];
+    }
+    if (!p->red[i] || keepdim) p->out[p->out_ndim++] = p->red[i] ? 1 : ref->sizes[i];
+  }
+  return true;
+}
+
+/* Reshapes a reduced value (reduced dims removed) to the plan's result. */
+static tt_val finish(tt_builder *b, tt_val v, const rplan *p) {
+  return tt_b_reshape(b, v, p->out_ndim, p->out);
+}
+
+/* Broadcasts a reduced value back to the input's shape. */
+static tt_val expand_back(tt_builder *b, tt_val v, const rplan *p) {
+  v = tt_b_reshape(b, v, p->ndim, p->kept_dims);
+  return tt_b_broadcast_to(b, v, p->ndim, p->in);
+}
+
+static tt_val reduce_add(tt_builder *b, tt_val x, const rplan *p) {
+  tt_dtype dt = tt_b_dtype(b, x);
+  return tt_b_reduce(b, x, tt_b_constant(b, dt, 0), p->dims, p->n, dt == TT_BOOL ? "or" : "add");
+}
+
+/* Max/min over dims that propagates NaN like PyTorch (the plugin's reduce
+ * with stablehlo.maximum drops NaNs). */
+static tt_val extreme_reduce(tt_builder *b, tt_val x, const int64_t *dims, int n, bool is_max) {
+  tt_val v = is_max ? tt_reduce_max(b, x, dims, n) : tt_reduce_min(b, x, dims, n);
+  if (!tt_dtype_is_floating(tt_b_dtype(b, x)) || n == 0) return v;
+  tt_val nan = tt_b_compare(b, "NE", x, x);
+  tt_val any = tt_b_reduce(b, nan, tt_b_constant(b, TT_BOOL, 0), dims, n, "or");
+  return tt_b_select(b, any, tt_full_like(b, v, NAN), v);
+}
+
+/* Fails with PyTorch's message if a reduced dim is empty (max-like ops). */
+static tt_error *require_nonempty(tt_lower_ctx *c, const char *op, const rplan *p, bool dim_given) {
+  if (!dim_given && p->count == 0 && p->n == p->ndim)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                      "Specify the reduction dim with the 'dim' argument.", op);
+  for (int k = 0; k < p->n; k++)
+    if (p->in[p->dims[k]] == 0)
+      return tt_lc_fail(c, TT_ERR_INDEX, "%s(): Expected reduction dim %" PRId64
+                        " to have non-zero size.", op, p->dims[k]);
+  return NULL;
+}
+
+/* Returns the builder's error if a helper failed it (bad dim...). */
+static tt_error *builder_error(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  if (tt_b_error(b)) return tt_b_take_error(b);
+  return tt_error_new(TT_ERR_RUNTIME, "internal: %s failed", tt_lc_op_name(c));
+}
+
+/* ------------------------------------------------------------ sum / prod */
+
+/* Result dtype of sum/prod: dtype argument, else the out= tensor's dtype,
+ * else int64 for integral/bool inputs, else the input dtype. */
+static bool sum_dtype(const tt_lower_ctx *c, int dtype_arg, tt_dtype in, tt_dtype *out) {
+  if (!tt_lc_is_none(c, dtype_arg)) return arg_dtype(c, dtype_arg, in, out);
+  if (written_dtype(c, out)) return true;
+  *out = tt_dtype_is_floating(in) ? in : TT_I64;
+  return true;
+}
+
+static tt_error *sum_prod(tt_lower_ctx *c, bool prod, int dim_arg, int keep_arg, int dtype_arg) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  rplan p;
+  if (!plan_dims(c, r, dim_arg, true, keep_arg >= 0 && tt_lc_bool(c, keep_arg, false), &p))
+    return builder_error(c);
+  tt_dtype out;
+  if (!sum_dtype(c, dtype_arg, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
+  if (out == TT_BOOL) return tt_lc_decline(c, "bool result dtype");
+  tt_dtype acc = acc_of(out);
+  tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
+  tt_val v = tt_b_reduce(b, x, tt_b_constant(b, acc, prod ? 1 : 0), p.dims, p.n,
+                         prod ? "multiply" : "add");
+  tt_lc_output(c, finish(b, tt_b_convert(b, v, out), &p));
+  return NULL;
+}
+
+/* sum.dim_IntList(self, dim, keepdim, *, dtype) / sum(self, *, dtype) */
+static tt_error *lower_sum(tt_lower_ctx *c) {
+  if (tt_lc_nargs(c) >= 4 && tt_lc_kind(c, 2) == TT_ARG_BOOL) return sum_prod(c, false, 1, 2, 3);
+  return sum_prod(c, false, -1, -1, 1);
+}
+
+/* prod.dim_int(self, dim, keepdim, *, dtype) / prod(self, *, dtype) */
+static tt_error *lower_prod(tt_lower_ctx *c) {
+  if (tt_lc_nargs(c) >= 4 && tt_lc_kind(c, 2) == TT_ARG_BOOL) return sum_prod(c, true, 1, 2, 3);
+  return sum_prod(c, true, -1, -1, 1);
+}
+
+/* mean.dim(self, dim, keepdim, *, dtype) / mean(self, *, dtype) */
+static tt_error *lower_mean(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  bool has_dim = tt_lc_nargs(c) >= 4 && tt_lc_kind(c, 2) == TT_ARG_BOOL;
+  int dtype_arg = has_dim ? 3 : 1;
+  rplan p;
+  if (!plan_dims(c, r, has_dim ? 1 : -1, true, has_dim && tt_lc_bool(c, 2, false), &p))
+    return builder_error(c);
+  tt_dtype out = r->dtype;
+  if (!tt_lc_is_none(c, dtype_arg)) {
+    if (!arg_dtype(c, dtype_arg, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
+    if (!tt_dtype_is_floating(out))
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "mean(): could not infer output dtype. Optional dtype must be either a "
+                        "floating point or complex dtype. Got: %s", torch_name(out));
+  } else if (!tt_dtype_is_floating(out)) {
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "mean(): could not infer output dtype. Input dtype must be either a "
+                      "floating point or complex dtype. Got: %s", torch_name(out));
+  }
+  tt_dtype acc = acc_of(out);
+  tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
+  tt_val s = reduce_add(b, x, &p);
+  s = tt_b_binary(b, "divide", s, tt_full_like(b, s, (double)p.count));
+  tt_lc_output(c, finish(b, tt_b_convert(b, s, out), &p));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ amax / amin / max / min */
+
+static tt_error *extreme(tt_lower_ctx *c, bool is_max, int dim_arg, int keep_arg, const char *name) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  rplan p;
+  if (!plan_dims(c, r, dim_arg, true, keep_arg >= 0 && tt_lc_bool(c, keep_arg, false), &p))
+    return builder_error(c);
+  int64_t tmp[TT_MAX_DIMS];
+  bool dim_given = dim_arg >= 0 && tt_lc_int_list(c, dim_arg, tmp, TT_MAX_DIMS) > 0;
+  TT_TRY(require_nonempty(c, name, &p, dim_given));
+  tt_dtype out_dt;
+  if (dim_arg >= 0 && written_dtype(c, &out_dt) && out_dt != r->dtype)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected the dtype for input and out to match, but got %s for input's "
+                      "dtype and %s for out's dtype.", torch_name(r->dtype), torch_name(out_dt));
+  tt_val x = tt_lc_tensor(c, 0);
+  tt_val v = extreme_reduce(b, x, p.dims, p.n, is_max);
+  tt_lc_output(c, finish(b, v, &p));
+  return NULL;
+}
+
+/* amax(self, dim=[], keepdim) */
+static tt_error *lower_amax(tt_lower_ctx *c) { return extreme(c, true, 1, 2, "amax"); }
+static tt_error *lower_amin(tt_lower_ctx *c) { return extreme(c, false, 1, 2, "amin"); }
+
+/* Variadic reduce of (values, i64 indices) over `dim` of x, keeping the max
+ * (or min) with the smallest index; NaN counts as the largest (smallest). */
+static void arg_reduce(tt_builder *b, tt_val x, int dim, bool is_max, tt_val *val, tt_val *idx) {
+  tt_shape s = tt_b_shape(b, x);
+  tt_dtype dt = s.dtype;
+  tt_shape is = s;
+  is.dtype = TT_I64;
+  tt_val iota = tt_b_iota(b, is, dim);
+  tt_val init_v = is_max ? (dt == TT_I64 ? tt_b_constant_int(b, dt, INT64_MIN)
+                                         : tt_b_constant(b, dt, tt_dtype_lowest(dt)))
+                         : (dt == TT_I64 ? tt_b_constant_int(b, dt, INT64_MAX)
+                                         : tt_b_constant(b, dt, tt_dtype_highest(dt)));
+  tt_val init_i = tt_b_constant_int(b, TT_I64, 0);
+  char ty[64], ity[64], bty[64];
+  tt_shape sc = tt_shape_scalar(dt), isc = tt_shape_scalar(TT_I64), bsc = tt_shape_scalar(TT_BOOL);
+  tt_shape_print(&sc, ty, sizeof ty);
+  tt_shape_print(&isc, ity, sizeof ity);
+  tt_shape_print(&bsc, bty, sizeof bty);
+  const char *ctype = tt_dtype_is_floating(dt) ? "FLOAT" : (tt_dtype_is_signed(dt) ? "SIGNED" : "UNSIGNED");
+#define CMP(out, dir, l, r, t, ct)                                                              \
+  off += (size_t)snprintf(region + off, sizeof region - off,                                   \
+                          "      %%" out " = \"stablehlo.compare\"(%%" l ", %%" r ") "          \
+                          "{comparison_direction = #stablehlo<comparison_direction %s>, "     \
+                          "compare_type = #stablehlo<comparison_type %s>} : (%s, %s) -> %s\n", \
+                          dir, ct, t, t, bty)
+#define BIN(out, op, l, r)                                                                   \
+  off += (size_t)snprintf(region + off, sizeof region - off,                                \
+                          "      %%" out " = \"stablehlo." op "\"(%%" l ", %%" r ") : (%s, %s) -> %s\n", \
+                          bty, bty, bty)
+  char region[4096];
+  size_t off = 0;
+  off += (size_t)snprintf(region + off, sizeof region - off,
+                          "    ^bb0(%%av: %s, %%ai: %s, %%bv: %s, %%bi: %s):\n", ty, ity, ty, ity);
+  CMP("gt", is_max ? "GT" : "LT", "av", "bv", ty, ctype);
+  CMP("eq", "EQ", "av", "bv", ty, ctype);
+  if (tt_dtype_is_floating(dt)) {
+    CMP("an", "NE", "av", "av", ty, ctype);
+    CMP("bn", "NE", "bv", "bv", ty, ctype);
+    off += (size_t)snprintf(region + off, sizeof region - off,
+                            "      %%nbn = \"stablehlo.not\"(%%bn) : (%s) -> %s\n", bty, bty);
+    BIN("anb", "and", "an", "nbn");
+    BIN("gt2", "or", "gt", "anb");
+    BIN("both", "and", "an", "bn");
+    BIN("eq2", "or", "eq", "both");
+  } else {
+    BIN("gt2", "or", "gt", "gt");
+    BIN("eq2", "or", "eq", "eq");
+  }
+  CMP("il", "LT", "ai", "bi", ity, "SIGNED");
+  BIN("ei", "and", "eq2", "il");
+  BIN("pick", "or", "gt2", "ei");
+  off += (size_t)snprintf(region + off, sizeof region - off,
+                          "      %%rv = \"stablehlo.select\"(%%pick, %%av, %%bv) : (%s, %s, %s) -> %s\n"
+                          "      %%ri = \"stablehlo.select\"(%%pick, %%ai, %%bi) : (%s, %s, %s) -> %s\n"
+                          "      \"stablehlo.return\"(%%rv, %%ri) : (%s, %s) -> ()",
+                          bty, ty, ty, ty, bty, ity, ity, ity, ty, ity);
+#undef CMP
+#undef BIN
+  tt_shape outs[2];
+  outs[0] = tt_shape_scalar(dt);
+  for (int i = 0; i < s.ndim; i++)
+    if (i != dim) outs[0].dims[outs[0].ndim++] = s.dims[i];
+  outs[1] = outs[0];
+  outs[1].dtype = TT_I64;
+  char attrs[64];
+  snprintf(attrs, sizeof attrs, "dimensions = array<i64: %d>", dim);
+  tt_val ins[4] = {x, iota, init_v, init_i}, res[2];
+  tt_b_op_multi(b, "stablehlo.reduce", ins, 4, attrs, region, outs, 2, res);
+  *val = res[0];
+  *idx = res[1];
+}
+
+/* max.dim / min.dim (self, dim, keepdim) -> (values, indices) */
+static tt_error *extreme_dim(tt_lower_ctx *c, bool is_max) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  rplan p;
+  if (!plan_dims(c, r, 1, false, tt_lc_bool(c, 2, false), &p)) return builder_error(c);
+  TT_TRY(require_nonempty(c, is_max ? "max" : "min", &p, true));
+  tt_val x = tt_lc_tensor(c, 0);
+  if (p.n == 0) { /* 0-d input */
+    tt_lc_output(c, x);
+    tt_lc_output(c, tt_b_constant_int(b, TT_I64, 0));
+    return NULL;
+  }
+  tt_val v, i;
+  arg_reduce(b, x, (int)p.dims[0], is_max, &v, &i);
+  tt_lc_output(c, finish(b, v, &p));
+  tt_lc_output(c, finish(b, i, &p));
+  return NULL;
+}
+
+static tt_error *lower_max_dim(tt_lower_ctx *c) { return extreme_dim(c, true); }
+static tt_error *lower_min_dim(tt_lower_ctx *c) { return extreme_dim(c, false); }
+
+/* max(self) / min(self): full reduction */
+static tt_error *lower_max(tt_lower_ctx *c) { return extreme(c, true, -1, -1, "max"); }
+static tt_error *lower_min(tt_lower_ctx *c) { return extreme(c, false, -1, -1, "min"); }
+
+/* argmax / argmin (self, dim=None, keepdim) */
+static tt_error *arg_extreme(tt_lower_ctx *c, bool is_max) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  const char *name = is_max ? "argmax" : "argmin";
+  if (r->dtype == TT_BOOL)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s(): does not support bool input", name);
+  bool keepdim = tt_lc_bool(c, 2, false);
+  bool no_dim = tt_lc_is_none(c, 1);
+  rplan p;
+  if (!plan_dims(c, r, no_dim ? -1 : 1, false, keepdim, &p)) return builder_error(c);
+  TT_TRY(require_nonempty(c, name, &p, !no_dim));
+  tt_val x = tt_lc_tensor(c, 0);
+  if (p.n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(TT_I64, p.out_ndim, p.out), 0));
+    return NULL;
+  }
+  int dim = (int)p.dims[0];
+  if (no_dim) {
+    int64_t n = 1;
+    for (int k = 0; k < r->ndim; k++) n *= r->sizes[k];
+    x = tt_b_reshape(b, x, 1, &n);
+    dim = 0;
+  }
+  tt_val v, i;
+  arg_reduce(b, x, dim, is_max, &v, &i);
+  (void)v;
+  tt_lc_output(c, finish(b, i, &p));
+  return NULL;
+}
+
+static tt_error *lower_argmax(tt_lower_ctx *c) { return arg_extreme(c, true); }
+static tt_error *lower_argmin(tt_lower_ctx *c) { return arg_extreme(c, false); }
+
+/* ------------------------------------------------------------ var / std */
+
+/* var.correction(self, dim=None, *, correction=None, keepdim) and friends.
+ * Two passes in the accumulation dtype: mean, then sum of squared
+ * deviations divided by max(N - correction, 0). */
+static tt_error *var_std(tt_lower_ctx *c, bool is_std, bool with_mean, const char *name) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  if (!tt_dtype_is_floating(r->dtype))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s only support floating point and complex dtypes",
+                      name);
+  rplan p;
+  if (!plan_dims(c, r, 1, true, tt_lc_bool(c, 3, false), &p)) return builder_error(c);
+  tt_dtype acc = acc_of(r->dtype);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val s = reduce_add(b, x, &p);
+  tt_val mean = tt_b_binary(b, "divide", s, tt_full_like(b, s, (double)p.count));
+  tt_val d = tt_b_binary(b, "subtract", x, expand_back(b, mean, &p));
+  tt_val ss = reduce_add(b, tt_b_binary(b, "multiply", d, d), &p);
+  tt_val corr = tt_lc_is_none(c, 2) ? tt_b_constant(b, acc, 1) : tt_lc_scalar(c, 2, acc);
+  tt_val dof = tt_b_binary(b, "subtract", tt_b_constant(b, acc, (double)p.count), corr);
+  dof = tt_b_binary(b, "maximum", dof, tt_b_constant(b, acc, 0));
+  tt_shape rs = tt_b_shape(b, ss);
+  tt_val v = tt_b_binary(b, "divide", ss, tt_b_broadcast_in_dim(b, dof, rs.ndim, rs.dims, NULL));
+  if (is_std) v = tt_b_unary(b, "sqrt", v);
+  tt_lc_output(c, finish(b, tt_b_convert(b, v, r->dtype), &p));
+  if (with_mean) tt_lc_output(c, finish(b, tt_b_convert(b, mean, r->dtype), &p));
+  return NULL;
+}
+
+static tt_error *lower_var(tt_lower_ctx *c) { return var_std(c, false, false, "std and var"); }
+static tt_error *lower_std(tt_lower_ctx *c) { return var_std(c, true, false, "std and var"); }
+static tt_error *lower_var_mean(tt_lower_ctx *c) { return var_std(c, false, true, "var_mean"); }
+static tt_error *lower_std_mean(tt_lower_ctx *c) { return var_std(c, true, true, "std_mean"); }
+
+/* ------------------------------------------------------------ logsumexp */
+
+/* logsumexp(self, dim, keepdim): m = amax (0 where infinite);
+ * log(sum(exp(x - m))) + m, as PyTorch computes it. */
+static tt_error *lower_logsumexp(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  int64_t tmp[TT_MAX_DIMS + 4];
+  if (tt_lc_int_list(c, 1, tmp, TT_MAX_DIMS + 4) == 0) return tt_lc_decline(c, "empty dim list");
+  rplan p;
+  if (!plan_dims(c, r, 1, true, tt_lc_bool(c, 2, false), &p)) return builder_error(c);
+  tt_dtype out = tt_dtype_is_floating(r->dtype) ? r->dtype : TT_DEFAULT_FLOAT;
+  tt_dtype acc = acc_of(out);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val m = tt_reduce_max(b, x, p.dims, p.n);
+  tt_val inf = tt_b_compare(b, "EQ", tt_b_unary(b, "abs", m), tt_full_like(b, m, INFINITY));
+  m = tt_b_select(b, inf, tt_full_like(b, m, 0), m);
+  tt_val e = tt_b_unary(b, "exponential", tt_b_binary(b, "subtract", x, expand_back(b, m, &p)));
+  tt_val v = tt_b_binary(b, "add", tt_b_unary(b, "log", reduce_add(b, e, &p)), m);
+  tt_lc_output(c, finish(b, tt_b_convert(b, v, out), &p));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ all / any */
+
+/* all(self) / all.dim(self, dim, keepdim) / all.dims(self, dim=None, keepdim).
+ * Result bool (uint8 for uint8 inputs, like PyTorch). */
+static tt_error *all_any(tt_lower_ctx *c, bool is_all) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  bool has_dim = tt_lc_kind(c, 2) == TT_ARG_BOOL;
+  rplan p;
+  if (!plan_dims(c, r, has_dim ? 1 : -1, false, has_dim && tt_lc_bool(c, 2, false), &p))
+    return builder_error(c);
+  tt_dtype out = r->dtype == TT_U8 ? TT_U8 : TT_BOOL;
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), TT_BOOL);
+  tt_val v = tt_b_reduce(b, x, tt_b_constant(b, TT_BOOL, is_all ? 1 : 0), p.dims, p.n,
+                         is_all ? "and" : "or");
+  tt_lc_output(c, finish(b, tt_b_convert(b, v, out), &p));
+  return NULL;
+}
+
+static tt_error *lower_all(tt_lower_ctx *c) { return all_any(c, true); }
+static tt_error *lower_any(tt_lower_ctx *c) { return all_any(c, false); }
+
+/* ------------------------------------------------------------ cumsum / cumprod */
+
+/* Inclusive scan of x along dim with body op ("add"/"multiply"). Short
+ * dims use one reduce_window; long ones a log-step shift-and-combine scan. */
+static tt_val scan(tt_builder *b, tt_val x, int dim, const char *op) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t n = s.dims[dim];
+  if (n <= 1) return x;
+  double ident = op[0] == 'a' ? 0 : 1;
+  if (n > 64) {
+    for (int64_t sh = 1; sh < n; sh *= 2) {
+      int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS], lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0};
+      memcpy(li, s.dims, sizeof li);
+      li[dim] = n - sh;
+      lo[dim] = sh;
+      tt_val shifted = tt_b_pad(b, tt_b_slice(b, x, st, li, NULL), tt_b_constant(b, s.dtype, ident),
+                                lo, hi, NULL);
+      x = tt_b_binary(b, op, x, shifted);
+    }
+    return x;
+  }
+  int64_t win[TT_MAX_DIMS], str[TT_MAX_DIMS];
+  char pad[400], w[200], st[200], ty[64], region[512], attrs[1000];
+  size_t off = (size_t)snprintf(pad, sizeof pad, "dense<[");
+  for (int i = 0; i < s.ndim; i++) {
+    win[i] = i == dim ? n : 1;
+    str[i] = 1;
+    off += (size_t)snprintf(pad + off, sizeof pad - off, "%s[%" PRId64 ", 0]", i ? ", " : "",
+                            i == dim ? n - 1 : 0);
+  }
+  snprintf(pad + off, sizeof pad - off, "]> : tensor<%dx2xi64>", s.ndim);
+  tt_fmt_i64_array(w, sizeof w, win, s.ndim);
+  tt_fmt_i64_array(st, sizeof st, str, s.ndim);
+  snprintf(attrs, sizeof attrs, "window_dimensions = %s, window_strides = %s, padding = %s", w, st, pad);
+  tt_shape sc = tt_shape_scalar(s.dtype);
+  tt_shape_print(&sc, ty, sizeof ty);
+  snprintf(region, sizeof region,
+           "    ^bb0(%%wa: %s, %%wb: %s):\n"
+           "      %%wr = \"stablehlo.%s\"(%%wa, %%wb) : (%s, %s) -> %s\n"
+           "      \"stablehlo.return\"(%%wr) : (%s) -> ()",
+           ty, ty, op, ty, ty, ty, ty);
+  tt_val ins[2] = {x, tt_b_constant(b, s.dtype, ident)}, res;
+  tt_b_op_multi(b, "stablehlo.reduce_window", ins, 2, attrs, region, &s, 1, &res);
+  return res;
+}
+
+/* cumsum(self, dim, *, dtype) / cumprod */
+static tt_error *cum(tt_lower_ctx *c, const char *op) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), r->ndim);
+  if (dim < 0) return builder_error(c);
+  tt_dtype out;
+  if (!sum_dtype(c, 2, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
+  if (out == TT_BOOL) return tt_lc_decline(c, "bool result dtype");
+  tt_dtype acc = acc_of(out);
+  tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
+  if (r->ndim > 0) x = scan(b, x, (int)dim, op);
+  tt_lc_output(c, tt_b_convert(b, x, out));
+  return NULL;
+}
+
+static tt_error *lower_cumsum(tt_lower_ctx *c) { return cum(c, "add"); }
+static tt_error *lower_cumprod(tt_lower_ctx *c) { return cum(c, "multiply"); }
+
+/* ------------------------------------------------------------ softmax */
+
+/* _softmax / _log_softmax (self, dim, half_to_float) */
+static tt_error *softmax(tt_lower_ctx *c, bool log) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  if (!tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "non-float input");
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), r->ndim);
+  if (dim < 0) return builder_error(c);
+  tt_dtype out = tt_lc_bool(c, 2, false) && is_half(r->dtype) ? TT_F32 : r->dtype;
+  tt_dtype acc = acc_of(r->dtype);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  if (r->ndim == 0) {
+    tt_lc_output(c, tt_b_convert(b, tt_full_like(b, x, log ? 0 : 1), out));
+    return NULL;
+  }
+  rplan p;
+  memset(&p, 0, sizeof p);
+  p.ndim = r->ndim;
+  memcpy(p.in, r->sizes, sizeof(int64_t) * (size_t)r->ndim);
+  memcpy(p.kept_dims, r->sizes, sizeof(int64_t) * (size_t)r->ndim);
+  p.kept_dims[dim] = 1;
+  p.dims[0] = dim;
+  p.n = 1;
+  tt_val m = tt_reduce_max(b, x, p.dims, 1);
+  tt_val d = tt_b_binary(b, "subtract", x, expand_back(b, m, &p));
+  tt_val e = tt_b_unary(b, "exponential", d);
+  tt_val s = reduce_add(b, e, &p);
+  tt_val v = log ? tt_b_binary(b, "subtract", d, expand_back(b, tt_b_unary(b, "log", s), &p))
+                 : tt_b_binary(b, "divide", e, expand_back(b, s, &p));
+  tt_lc_output(c, tt_b_convert(b, v, out));
+  return NULL;
+}
+
+static tt_error *lower_softmax(tt_lower_ctx *c) { return softmax(c, false); }
+static tt_error *lower_log_softmax(tt_lower_ctx *c) { return softmax(c, true); }
+
+/* _softmax_backward_data(grad_output, output, dim, input_dtype):
+ *   softmax:     out * (g - sum(g * out, dim))
+ *   log_softmax: g - exp(out) * sum(g, dim) */
+static tt_error *softmax_backward(tt_lower_ctx *c, bool log) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *o = tt_lc_ref(c, 1);
+  if (!g || !o || !tt_dtype_is_floating(g->dtype) || !tt_dtype_is_floating(o->dtype))
+    return tt_lc_decline(c, "non-float input");
+  if (g->ndim != o->ndim || memcmp(g->sizes, o->sizes, sizeof(int64_t) * (size_t)g->ndim))
+    return tt_lc_decline(c, "grad and output shapes differ");
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 2, 0), g->ndim);
+  if (dim < 0) return builder_error(c);
+  tt_dtype out;
+  if (!arg_dtype(c, 3, g->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
+  if (!tt_dtype_is_floating(out)) return tt_lc_decline(c, "non-float input_dtype");
+  tt_dtype acc = acc_of(tt_promote(g->dtype, o->dtype));
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val ov = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
+  rplan p;
+  memset(&p, 0, sizeof p);
+  p.ndim = g->ndim;
+  memcpy(p.in, g->sizes, sizeof(int64_t) * (size_t)g->ndim);
+  memcpy(p.kept_dims, g->sizes, sizeof(int64_t) * (size_t)g->ndim);
+  if (g->ndim > 0) {
+    p.kept_dims[dim] = 1;
+    p.dims[0] = dim;
+    p.n = 1;
+  }
+  tt_val v;
+  if (log) {
+    tt_val s = expand_back(b, reduce_add(b, gv, &p), &p);
+    v = tt_b_binary(b, "subtract", gv, tt_b_binary(b, "multiply", tt_b_unary(b, "exponential", ov), s));
+  } else {
+    tt_val go = tt_b_binary(b, "multiply", gv, ov);
+    tt_val s = expand_back(b, reduce_add(b, go, &p), &p);
+    v = tt_b_binary(b, "subtract", go, tt_b_binary(b, "multiply", ov, s));
+  }
+  tt_lc_output(c, tt_b_convert(b, v, out));
+  return NULL;
+}
+
+static tt_error *lower_softmax_bw(tt_lower_ctx *c) { return softmax_backward(c, false); }
+static tt_error *lower_log_softmax_bw(tt_lower_ctx *c) { return softmax_backward(c, true); }
+
+/* ------------------------------------------------------------ norm */
+
+/* linalg_vector_norm(self, ord=2, dim=None, keepdim, *, dtype). ord is a
+ * runtime Scalar, so every special case (inf, -inf, 0, 1, 2, general p) is
+ * computed and the result selected by comparing ord at run time. */
+static tt_error *lower_vector_norm(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  if (!tt_dtype_is_floating(r->dtype))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                      "Got %s", torch_name(r->dtype));
+  tt_dtype out = r->dtype;
+  if (!tt_lc_is_none(c, 4)) {
+    if (!arg_dtype(c, 4, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
+    if (!tt_dtype_is_floating(out) || tt_promote(r->dtype, out) != out)
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "linalg.vector_norm: the dtype of the input (%s) should be convertible "
+                        "without narrowing to the specified dtype (%s)",
+                        torch_name(r->dtype), torch_name(out));
+  }
+  if (tt_lc_kind(c, 1) != TT_ARG_SCALAR) return tt_lc_decline(c, "ord is not a Scalar");
+  rplan p;
+  if (!plan_dims(c, r, 2, true, tt_lc_bool(c, 3, false), &p)) return builder_error(c);
+  /* inf/-inf on empty reductions raise in PyTorch, depending on ord's value */
+  if (p.count == 0) return tt_lc_decline(c, "empty reduction");
+  tt_dtype acc = acc_of(out);
+  tt_val a = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_tensor(c, 0), acc));
+  tt_val ord = tt_lc_scalar(c, 1, acc);
+  tt_val r_max = extreme_reduce(b, a, p.dims, p.n, true);
+  tt_val r_min = extreme_reduce(b, a, p.dims, p.n, false);
+  tt_val r_0 = reduce_add(b, tt_b_convert(b, tt_b_convert(b, a, TT_BOOL), acc), &p);
+  tt_val r_1 = reduce_add(b, a, &p);
+  tt_val r_2 = tt_b_unary(b, "sqrt", reduce_add(b, tt_b_binary(b, "multiply", a, a), &p));
+  tt_shape as = tt_b_shape(b, a), rs = tt_b_shape(b, r_1);
+  tt_val pa = tt_b_binary(b, "power", a, tt_b_broadcast_in_dim(b, ord, as.ndim, as.dims, NULL));
+  tt_val inv = tt_b_binary(b, "divide", tt_b_constant(b, acc, 1), ord);
+  tt_val r_p = tt_b_binary(b, "power", reduce_add(b, pa, &p),
+                           tt_b_broadcast_in_dim(b, inv, rs.ndim, rs.dims, NULL));
+  struct { double v; tt_val r; } cases[] = {
+      {1, r_1}, {2, r_2}, {0, r_0}, {INFINITY, r_max}, {-INFINITY, r_min}};
+  tt_val v = r_p;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tt_val is = tt_b_compare(b, "EQ", ord, tt_b_constant(b, acc, cases[k].v));
+    is = tt_b_broadcast_in_dim(b, is, rs.ndim, rs.dims, NULL);
+    v = tt_b_select(b, is, cases[k].r, v);
+  }
+  tt_lc_output(c, finish(b, tt_b_convert(b, v, out), &p));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ table */
+
 TT_LOWERINGS(reduction) = {
+    {lower_sum, {"sum.dim_IntList", "sum.IntList_out", "sum", "sum.out"}},
+    {lower_mean, {"mean.dim", "mean.out", "mean", "mean.dtype_out"}},
+    {lower_prod, {"prod.dim_int", "prod.int_out", "prod", "prod.out"}},
+    {lower_amax, {"amax", "amax.out"}},
+    {lower_amin, {"amin", "amin.out"}},
+    {lower_max, {"max", "max.unary_out"}},
+    {lower_min, {"min", "min.unary_out"}},
+    {lower_max_dim, {"max.dim", "max.dim_max"}},
+    {lower_min_dim, {"min.dim", "min.dim_min"}},
+    {lower_argmax, {"argmax", "argmax.out"}},
+    {lower_argmin, {"argmin", "argmin.out"}},
+    {lower_var, {"var.correction", "var.correction_out"}},
+    {lower_std, {"std.correction", "std.correction_out"}},
+    {lower_var_mean, {"var_mean.correction", "var_mean.correction_out"}},
+    {lower_std_mean, {"std_mean.correction", "std_mean.correction_out"}},
+    {lower_logsumexp, {"logsumexp", "logsumexp.out"}},
+    {lower_all, {"all", "all.all_out", "all.dim", "all.out", "all.dims", "all.dims_out"}},
+    {lower_any, {"any", "any.all_out", "any.dim", "any.out", "any.dims", "any.dims_out"}},
+    {lower_cumsum, {"cumsum", "cumsum_", "cumsum.out"}},
+    {lower_cumprod, {"cumprod", "cumprod_", "cumprod.out"}},
+    {lower_softmax, {"_softmax", "_softmax.out"}},
+    {lower_log_softmax, {"_log_softmax", "_log_softmax.out"}},
+    {lower_softmax_bw, {"_softmax_backward_data", "_softmax_backward_data.out"}},
+    {lower_log_softmax_bw, {"_log_softmax_backward_data", "_log_softmax_backward_data.out"}},
+    {lower_vector_norm, {"linalg_vector_norm", "linalg_vector_norm.out"}},
     {NULL, {NULL}},
 };
