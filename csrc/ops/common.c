@@ -125,9 +125,10 @@ tt_error *tt_broadcast_args(tt_lower_ctx *c, const int *args, int n, int *ndim, 
 int64_t tt_wrap_dim(tt_lower_ctx *c, int64_t dim, int ndim) {
   int64_t n = ndim > 0 ? ndim : 1; /* scalars accept dim 0 and -1 */
   if (dim < -n || dim >= n) {
-    tt_lc_fail(c, TT_ERR_INDEX,
+    /* the builder keeps its own copy of the error; the lowering sees it */
+    tt_error_free(tt_lc_fail(c, TT_ERR_INDEX,
                "Dimension out of range (expected to be in range of [%" PRId64 ", %" PRId64
-               "], but got %" PRId64 ")", -n, n - 1, dim);
+               "], but got %" PRId64 ")", -n, n - 1, dim));
     return -1;
   }
   return dim < 0 ? dim + n : dim;
@@ -172,16 +173,28 @@ tt_val tt_sum(tt_builder *b, tt_val x, const int64_t *dims, int n_dims) {
   return tt_b_convert(b, r, dt);
 }
 
+/* XLA's CPU reduce drops NaN in maximum/minimum; torch propagates it, so a
+ * float reduction also ORs an isnan mask and selects NaN where it is set. */
+static tt_val propagate_nan(tt_builder *b, tt_val x, tt_val r, const int64_t *dims, int n_dims) {
+  tt_dtype dt = tt_b_dtype(b, x);
+  if (!tt_dtype_is_floating(dt)) return r;
+  tt_val isnan = tt_b_compare(b, "NE", x, x);
+  tt_val any = tt_b_reduce(b, isnan, tt_b_constant(b, TT_BOOL, 0), dims, n_dims, "or");
+  return tt_b_select(b, any, tt_full_like(b, r, NAN), r);
+}
+
 tt_val tt_reduce_max(tt_builder *b, tt_val x, const int64_t *dims, int n_dims) {
   tt_dtype dt = tt_b_dtype(b, x);
-  return tt_b_reduce(b, x, extreme_constant(b, dt, false), dims, n_dims,
-                     dt == TT_BOOL ? "or" : "maximum");
+  tt_val r = tt_b_reduce(b, x, extreme_constant(b, dt, false), dims, n_dims,
+                         dt == TT_BOOL ? "or" : "maximum");
+  return propagate_nan(b, x, r, dims, n_dims);
 }
 
 tt_val tt_reduce_min(tt_builder *b, tt_val x, const int64_t *dims, int n_dims) {
   tt_dtype dt = tt_b_dtype(b, x);
-  return tt_b_reduce(b, x, extreme_constant(b, dt, true), dims, n_dims,
-                     dt == TT_BOOL ? "and" : "minimum");
+  tt_val r = tt_b_reduce(b, x, extreme_constant(b, dt, true), dims, n_dims,
+                         dt == TT_BOOL ? "and" : "minimum");
+  return propagate_nan(b, x, r, dims, n_dims);
 }
 
 tt_val tt_full_like(tt_builder *b, tt_val x, double value) {

@@ -35,31 +35,14 @@ static bool is_half(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16; }
 /* Accumulation dtype of a float dtype. */
 static tt_dtype acc_of(tt_dtype dt) { return is_half(dt) ? TT_F32 : dt; }
 
-/* A ScalarType argument. The C++ boundary currently passes ScalarType as a
- * plain int (c10::ScalarType numbering; the schema's fake int type), so both
- * forms are accepted. Returns false for dtypes the core lacks. */
+/* A ScalarType argument (None -> dflt). Returns false if it is not one. */
 static bool arg_dtype(const tt_lower_ctx *c, int i, tt_dtype dflt, tt_dtype *out) {
   const tt_arg *a = tt_lc_arg(c, i);
   *out = dflt;
   if (!a || a->kind == TT_ARG_NONE) return true;
-  if (a->kind == TT_ARG_DTYPE) {
-    *out = a->u.dtype;
-    return true;
-  }
-  if (a->kind != TT_ARG_INT) return false;
-  switch (a->u.i) { /* c10::ScalarType */
-    case 0: *out = TT_U8; return true;
-    case 1: *out = TT_I8; return true;
-    case 2: *out = TT_I16; return true;
-    case 3: *out = TT_I32; return true;
-    case 4: *out = TT_I64; return true;
-    case 5: *out = TT_F16; return true;
-    case 6: *out = TT_F32; return true;
-    case 7: *out = TT_F64; return true;
-    case 11: *out = TT_BOOL; return true;
-    case 15: *out = TT_BF16; return true;
-    default: return false;
-  }
+  if (a->kind != TT_ARG_DTYPE) return false;
+  *out = a->u.dtype;
+  return true;
 }
 
 /* dtype of the first mutated tensor argument (out= / in-place), if any. */

@@ -126,7 +126,8 @@ void convert_arg(ArgArena& arena, const c10::Argument& schema_arg, const c10::IV
   const auto* alias = schema_arg.alias_info();
   out->written = alias && alias->isWrite();
   out->resizable = out->written && schema_arg.kwarg_only();
-  c10::TypeKind kind = base_kind(schema_arg.type());
+  // real_type: type() reports ScalarType/Layout/MemoryFormat as plain int
+  c10::TypeKind kind = base_kind(schema_arg.real_type());
   if (v.isNone() || (v.isTensor() && !v.toTensor().defined())) {
     out->kind = TT_ARG_NONE;
   } else if (v.isTensor()) {
