@@ -3,6 +3,7 @@
     import torch, torch_tpu
     model.to("tpu")          # real tensors on the `tpu` device
 """
+import atexit
 import sys
 
 import torch
@@ -19,6 +20,21 @@ torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
 
 from . import debug  # noqa: E402,F401
+
+
+def _let_autograd_threads_settle():
+    # The autograd engine's tpu worker thread drops its last reference to a
+    # finished backward (and a Python object in its thread-local state) a
+    # moment after backward() returns. If the interpreter is finalizing at
+    # that moment, PyTorch's decref cannot take the GIL and the process
+    # aborts ("terminate called without an active exception"). Sleeping
+    # releases the GIL and lets the worker finish first.
+    if _C._is_initialized():
+        import time
+        time.sleep(0.05)
+
+
+atexit.register(_let_autograd_threads_settle)
 from ._stats import cache_stats, reset_cache_stats  # noqa: E402,F401
 
 __all__ = ["cache_stats", "reset_cache_stats", "debug"]

@@ -90,7 +90,7 @@ def test_mingpt_trains_like_cpu(opt_kind):
     for _ in range(STEPS):
         start = torch.randint(0, 32, (8, 1))
         seq = (start + torch.arange(17)) % 32
-        batches.append((seq[:, :-1], seq[:, 1:]))
+        batches.append((seq[:, :-1].contiguous(), seq[:, 1:].contiguous()))
 
     def loss_fn(m, x, y):
         return m(x, y)[1]
