@@ -140,7 +140,7 @@ def test_nll_loss_weight_ignore_index():
     x = torch.randn(5, 4)
     t = torch.tensor([0, 3, 1, 3, 2])
     w = torch.rand(4)
-    check(lambda x, t, w: F.nll_loss(x, t, weight=w, ignore_index=3), x, t, w, grad=True)
+    check(lambda x, t, w: F.nll_loss(x, t, weight=w.detach(), ignore_index=3), x, t, w, grad=True)
     check(lambda x, t: F.nll_loss(x, t, ignore_index=1, reduction="sum"), x, t, grad=True)
 
 
@@ -153,7 +153,7 @@ def test_nll_loss2d(reduction):
     x = torch.randn(2, 3, 2, 2)
     t = torch.randint(0, 3, (2, 2, 2))
     w = torch.rand(3)
-    check(lambda x, t, w: F.nll_loss(x, t, weight=w, reduction=reduction), x, t, w, grad=True)
+    check(lambda x, t, w: F.nll_loss(x, t, weight=w.detach(), reduction=reduction), x, t, w, grad=True)
 
 
 def test_nll_loss_bf16():
@@ -189,7 +189,7 @@ def test_mse_loss_bf16():
 def test_binary_cross_entropy(reduction):
     x = torch.rand(3, 4) * 0.98 + 0.01
     t = torch.rand(3, 4)
-    check(lambda x, t: F.binary_cross_entropy(x, t, reduction=reduction), x, t, grad=True)
+    check(lambda x, t: F.binary_cross_entropy(x, t.detach(), reduction=reduction), x, t, grad=True)
 
 
 def test_binary_cross_entropy_weight_and_clamp():
@@ -197,7 +197,7 @@ def test_binary_cross_entropy_weight_and_clamp():
     t = torch.tensor([1.0, 0.0, 0.5, 1.0])
     w = torch.rand(4)
     check(lambda x, t, w: F.binary_cross_entropy(x, t, weight=w, reduction="sum"), x, t, w)
-    check(lambda x, t, w: F.binary_cross_entropy(x, t, weight=w), x[2:], t[2:], w[2:], grad=True)
+    check(lambda x, t, w: F.binary_cross_entropy(x, t.detach(), weight=w.detach()), x[2:], t[2:], w[2:], grad=True)
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean"])
