@@ -473,6 +473,7 @@ typedef struct {
   tt_dtype dt, acc;
   tt_val onehot;   /* bool, self shape */
   tt_val wt;       /* opmath, target shape */
+  tt_val keep;     /* bool, target shape: target != ignore_index */
   const tt_tensor_ref *self, *target;
 } nll_setup;
 
@@ -561,6 +562,7 @@ static tt_error *nll_prepare(tt_lower_ctx *c, int si, bool is2d, nll_setup *s) {
   ti.dtype = TT_I64;
   tt_val keep = tt_b_compare(b, "NE", tv, tt_b_full(b, ti, (double)ignore));
   s->wt = tt_b_select(b, keep, wt, tt_b_full(b, ts, 0));
+  s->keep = keep;
   return NULL;
 }
 
@@ -619,6 +621,8 @@ static tt_error *nll_backward(tt_lower_ctx *c, bool is2d) {
     gv = tt_b_broadcast_to(b, gv, ts.ndim, ts.dims);
   }
   tt_val per = tt_b_unary(b, "negate", mul(b, s.wt, gv)); /* target shape */
+  /* ignored targets get no gradient, even when grad/total_weight is inf */
+  per = tt_b_select(b, s.keep, per, tt_b_full(b, tt_b_shape(b, per), 0));
   tt_shape xs = tt_lc_ref_shape(s.self);
   xs.dtype = s.acc;
   int64_t map[TT_MAX_DIMS];

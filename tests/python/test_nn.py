@@ -144,6 +144,12 @@ def test_nll_loss_weight_ignore_index():
     check(lambda x, t: F.nll_loss(x, t, ignore_index=1, reduction="sum"), x, t, grad=True)
 
 
+def test_nll_loss_all_ignored():
+    # total_weight 0: mean is nan, ignored targets still get zero gradient
+    check(lambda x, t: F.nll_loss(x, t, ignore_index=1), torch.randn(3, 4), torch.tensor([1, 1, 1]),
+          grad=True)
+
+
 def test_nll_loss_single_sample():
     check(lambda x, t: F.nll_loss(x, t), torch.randn(4), torch.tensor(2), grad=True)
 
