@@ -240,6 +240,68 @@ static tt_error *lower_native_batch_norm_backward(tt_lower_ctx *c) {
 
 /* ------------------------------------------------------------ layer norm */
 
+/* Parameter dtype of a norm: the input's, or float32 when a reduced-precision
+ * input comes with float32 parameters (CPU's mixed type). -1: unsupported. */
+static int norm_param_dtype(tt_dtype in, const tt_tensor_ref *const *params, int n) {
+  int pdt = -1;
+  for (int k = 0; k < n; k++) {
+    if (!params[k]) continue;
+    if (pdt >= 0 && (int)params[k]->dtype != pdt) return -1;
+    pdt = (int)params[k]->dtype;
+  }
+  if (pdt < 0 || pdt == (int)in) return (int)in;
+  if (pdt == TT_F32 && (in == TT_F16 || in == TT_BF16)) return TT_F32;
+  return -1;
+}
+
+/* native_layer_norm(input, normalized_shape, weight, bias, eps)
+ *   -> (out, mean, rstd). Note: PyTorch registers a CompositeExplicitAutograd
+ * kernel for this op, which outranks the backend fallback; this lowering runs
+ * only where the boundary routes the op to the core. */
+static tt_error *lower_native_layer_norm(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *in = tt_lc_ref(c, 0), *w = tt_lc_ref(c, 2), *bi = tt_lc_ref(c, 3);
+  int64_t ns[TT_MAX_DIMS];
+  int nn = tt_lc_int_list(c, 1, ns, TT_MAX_DIMS);
+  double eps = tt_lc_double(c, 4, 1e-5);
+  if (!in || !in->storage || !is_float_dt(in->dtype) || nn < 1)
+    return tt_lc_decline(c, "unsupported arguments");
+  int nd = in->ndim, axis = nd - nn;
+  bool ok = axis >= 0;
+  for (int i = 0; ok && i < nn; i++) ok = in->sizes[axis + i] == ns[i];
+  if (!ok)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Given normalized_shape has %d dims, but got input of size with %d dims "
+                      "that does not match", nn, nd);
+  if ((w && !shape_is(w, nn, ns)) || (bi && !shape_is(bi, nn, ns)))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected weight and bias to be of the same shape as normalized_shape");
+  const tt_tensor_ref *params[2] = {w, bi};
+  int pdt = norm_param_dtype(in->dtype, params, 2);
+  if (pdt < 0) return tt_lc_decline(c, "mixed dtypes");
+  int64_t M = 1, N = 1;
+  for (int i = 0; i < axis; i++) M *= in->sizes[i];
+  for (int i = axis; i < nd; i++) N *= in->sizes[i];
+  if (M * N == 0) return tt_lc_decline(c, "empty input");
+  tt_dtype acc = opmath(in->dtype);
+  int64_t mn[2] = {M, N}, n1[1] = {N}, d1[1] = {1};
+  tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 2, mn);
+  tt_val nconst = tt_b_constant(b, acc, (double)N);
+  tt_val mean = dvd(b, rsum(b, x, d1, 1), nconst);
+  tt_val d = sub(b, x, along(b, mean, 2, mn, 0));
+  tt_val var = dvd(b, rsum(b, mul(b, d, d), d1, 1), nconst);
+  tt_val rstd = tt_b_unary(b, "rsqrt", add(b, var, tt_b_constant(b, acc, eps)));
+  tt_val y = mul(b, d, along(b, rstd, 2, mn, 0));
+  if (w) y = mul(b, y, along(b, tt_b_reshape(b, opt_tensor(c, 2, acc), 1, n1), 2, mn, 1));
+  if (bi) y = add(b, y, along(b, tt_b_reshape(b, opt_tensor(c, 3, acc), 1, n1), 2, mn, 1));
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, y, nd, in->sizes), in->dtype));
+  int64_t sdims[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) sdims[i] = i < axis ? in->sizes[i] : 1;
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, mean, nd, sdims), (tt_dtype)pdt));
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, rstd, nd, sdims), (tt_dtype)pdt));
+  return NULL;
+}
+
 /* native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
  * weight, bias, output_mask) */
 static tt_error *lower_native_layer_norm_backward(tt_lower_ctx *c) {
@@ -289,6 +351,52 @@ static tt_error *lower_native_layer_norm_backward(tt_lower_ctx *c) {
 }
 
 /* ------------------------------------------------------------ group norm */
+
+/* native_group_norm(input, weight, bias, N, C, HxW, group, eps)
+ *   -> (out, mean [N, G], rstd [N, G]). Like native_layer_norm, reached only
+ * where the boundary routes it past PyTorch's CompositeExplicitAutograd kernel. */
+static tt_error *lower_native_group_norm(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *in = tt_lc_ref(c, 0), *w = tt_lc_ref(c, 1), *bi = tt_lc_ref(c, 2);
+  int64_t N = tt_lc_int(c, 3, 0), C = tt_lc_int(c, 4, 0), HW = tt_lc_int(c, 5, 0),
+          G = tt_lc_int(c, 6, 0);
+  double eps = tt_lc_double(c, 7, 1e-5);
+  if (!in || !in->storage || !is_float_dt(in->dtype) || G <= 0 || N * C * HW == 0)
+    return tt_lc_decline(c, "unsupported arguments");
+  if (C % G != 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected number of channels in input to be divisible by num_groups, but "
+                      "got input of shape and num_groups=%" PRId64, G);
+  int64_t numel = 1;
+  for (int i = 0; i < in->ndim; i++) numel *= in->sizes[i];
+  if (numel != N * C * HW) return tt_lc_decline(c, "shape mismatch");
+  if ((w && (w->ndim != 1 || w->sizes[0] != C)) || (bi && (bi->ndim != 1 || bi->sizes[0] != C)))
+    return tt_lc_decline(c, "odd weight/bias");
+  const tt_tensor_ref *params[2] = {w, bi};
+  int pdt = norm_param_dtype(in->dtype, params, 2);
+  if (pdt < 0) return tt_lc_decline(c, "mixed dtypes");
+  tt_dtype acc = opmath(in->dtype);
+  int64_t D = C / G;
+  int64_t s4[4] = {N, G, D, HW}, gd[2] = {G, D}, inner[2] = {2, 3};
+  int64_t map_ng[2] = {0, 1}, map_gd[2] = {1, 2};
+  tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 4, s4);
+  tt_val cnt = tt_b_constant(b, acc, (double)(D * HW));
+  tt_val mean = dvd(b, rsum(b, x, inner, 2), cnt);
+  tt_val d = sub(b, x, tt_b_broadcast_in_dim(b, mean, 4, s4, map_ng));
+  tt_val var = dvd(b, rsum(b, mul(b, d, d), inner, 2), cnt);
+  tt_val rstd = tt_b_unary(b, "rsqrt", add(b, var, tt_b_constant(b, acc, eps)));
+  tt_val y = mul(b, d, tt_b_broadcast_in_dim(b, rstd, 4, s4, map_ng));
+  if (w)
+    y = mul(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, opt_tensor(c, 1, acc), 2, gd), 4, s4,
+                                        map_gd));
+  if (bi)
+    y = add(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, opt_tensor(c, 2, acc), 2, gd), 4, s4,
+                                        map_gd));
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, y, in->ndim, in->sizes), in->dtype));
+  tt_lc_output(c, tt_b_convert(b, mean, (tt_dtype)pdt));
+  tt_lc_output(c, tt_b_convert(b, rstd, (tt_dtype)pdt));
+  return NULL;
+}
 
 /* native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW,
  * group, output_mask) */
@@ -844,6 +952,8 @@ TT_LOWERINGS(nn) = {
      {"_native_batch_norm_legit", "_native_batch_norm_legit.no_stats"}},
     {lower_native_batch_norm_backward,
      {"native_batch_norm_backward", "native_batch_norm_backward.out"}},
+    {lower_native_layer_norm, {"native_layer_norm", "native_layer_norm.out"}},
+    {lower_native_group_norm, {"native_group_norm", "native_group_norm.out"}},
     {lower_native_layer_norm_backward,
      {"native_layer_norm_backward", "native_layer_norm_backward.out"}},
     {lower_native_group_norm_backward,
