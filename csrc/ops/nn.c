@@ -1,6 +1,980 @@
-/* Lowerings of the nn family (see lowering.h). */
+/* Lowerings of the nn family (see lowering.h): normalization layers
+ * (batch/layer/group norm and their backwards), embedding backward,
+ * dropout, and losses (nll, mse, binary cross entropy, huber, smooth l1).
+ *
+ * Numerics follow CPU PyTorch: float16/bfloat16 inputs are computed in
+ * float32 ("opmath") and rounded once at the end; statistics are two-pass
+ * (mean, then mean of squared deviations). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "ops/common.h"
 
+enum { RED_NONE = 0, RED_MEAN = 1, RED_SUM = 2 };
+
+/* ------------------------------------------------------------ helpers */
+
+static tt_dtype opmath(tt_dtype dt) { return (dt == TT_F16 || dt == TT_BF16) ? TT_F32 : dt; }
+
+static bool is_float_dt(tt_dtype dt) {
+  return dt == TT_F16 || dt == TT_BF16 || dt == TT_F32 || dt == TT_F64;
+}
+
+/* Elementwise binary op; a 0-d or lower-rank operand is broadcast
+ * (right-aligned) to the other's shape. */
+static tt_val bin(tt_builder *b, const char *op, tt_val x, tt_val y) {
+  tt_shape sx = tt_b_shape(b, x), sy = tt_b_shape(b, y);
+  if (sx.ndim > sy.ndim || (sx.ndim == sy.ndim && tt_shape_numel(&sx) > tt_shape_numel(&sy)))
+    y = tt_b_broadcast_to(b, y, sx.ndim, sx.dims);
+  else if (sy.ndim > sx.ndim || tt_shape_numel(&sy) > tt_shape_numel(&sx))
+    x = tt_b_broadcast_to(b, x, sy.ndim, sy.dims);
+  return tt_b_binary(b, op, x, y);
+}
+
+static tt_val add(tt_builder *b, tt_val x, tt_val y) { return bin(b, "add", x, y); }
+static tt_val sub(tt_builder *b, tt_val x, tt_val y) { return bin(b, "subtract", x, y); }
+static tt_val mul(tt_builder *b, tt_val x, tt_val y) { return bin(b, "multiply", x, y); }
+static tt_val dvd(tt_builder *b, tt_val x, tt_val y) { return bin(b, "divide", x, y); }
+static tt_val cst(tt_builder *b, tt_val like, double v) {
+  return tt_b_constant(b, tt_b_dtype(b, like), v);
+}
+
+/* Sum over dims without changing dtype (caller already in opmath). */
+static tt_val rsum(tt_builder *b, tt_val x, const int64_t *dims, int n) {
+  return tt_b_reduce(b, x, tt_b_constant(b, tt_b_dtype(b, x), 0), dims, n, "add");
+}
+
+/* Sum of all elements as a 0-d value. */
+static tt_val rsum_all(tt_builder *b, tt_val x) {
+  int64_t dims[TT_MAX_DIMS];
+  int nd = tt_b_ndim(b, x);
+  for (int i = 0; i < nd; i++) dims[i] = i;
+  return rsum(b, x, dims, nd);
+}
+
+/* Reshape x (a [C] vector) so it broadcasts along dim `axis` of an
+ * ndim-dimensional shape `dims`. */
+static tt_val along(tt_builder *b, tt_val v, int ndim, const int64_t *dims, int axis) {
+  int64_t map[1] = {axis};
+  return tt_b_broadcast_in_dim(b, v, ndim, dims, map);
+}
+
+/* Reads optional tensor argument i converted to dt, or TT_INVALID if None. */
+static tt_val opt_tensor(tt_lower_ctx *c, int i, tt_dtype dt) {
+  if (!tt_lc_ref(c, i)) return TT_INVALID;
+  return tt_b_convert(tt_lc_builder(c), tt_lc_tensor(c, i), dt);
+}
+
+static bool shape_is(const tt_tensor_ref *r, int ndim, const int64_t *dims) {
+  if (!r || r->ndim != ndim) return false;
+  for (int i = 0; i < ndim; i++)
+    if (r->sizes[i] != dims[i]) return false;
+  return true;
+}
+
+/* Applies a loss reduction to an opmath loss tensor, returning dtype dt. */
+static tt_val reduce_loss(tt_builder *b, tt_val loss, int64_t reduction, tt_dtype dt) {
+  if (reduction == RED_NONE) return tt_b_convert(b, loss, dt);
+  /* CPU rounds each element to dt before the reduction */
+  loss = tt_b_convert(b, tt_b_convert(b, loss, dt), tt_b_dtype(b, loss));
+  tt_shape s = tt_b_shape(b, loss);
+  tt_val r = rsum_all(b, loss);
+  if (reduction == RED_MEAN) r = dvd(b, r, cst(b, r, (double)tt_shape_numel(&s)));
+  return tt_b_convert(b, r, dt);
+}
+
+static tt_error *check_reduction(tt_lower_ctx *c, int64_t reduction) {
+  if (reduction < 0 || reduction > 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%" PRId64 " is not a valid value for reduction",
+                      reduction);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ batch norm */
+
+/* Shared by native_batch_norm and _native_batch_norm_legit. Arguments:
+ * input, weight, bias, running_mean (rm < 0: none), running_var, training,
+ * momentum, eps. Emits (out, save_mean, save_invstd) and writes running
+ * stats in training mode. */
+static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int train_arg) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *in = tt_lc_ref(c, 0);
+  if (!in || !is_float_dt(in->dtype)) return tt_lc_decline(c, "non-float input");
+  if (in->ndim < 2)
+    return tt_lc_decline(c, "input of %d dims", in->ndim);
+  int nd = in->ndim;
+  int64_t C = in->sizes[1];
+  bool training = tt_lc_bool(c, train_arg, false);
+  double momentum = tt_lc_double(c, train_arg + 1, 0.1);
+  double eps = tt_lc_double(c, train_arg + 2, 1e-5);
+  const tt_tensor_ref *w = tt_lc_ref(c, 1), *bi = tt_lc_ref(c, 2);
+  const tt_tensor_ref *rm = rm_arg >= 0 ? tt_lc_ref(c, rm_arg) : NULL;
+  const tt_tensor_ref *rv = rv_arg >= 0 ? tt_lc_ref(c, rv_arg) : NULL;
+  /* parameter dtype: CPU allows reduced-precision input with float32 params */
+  tt_dtype pdt = in->dtype;
+  const tt_tensor_ref *params[4] = {w, bi, rm, rv};
+  for (int k = 0; k < 4; k++) {
+    if (!params[k]) continue;
+    if (params[k]->ndim != 1 || params[k]->sizes[0] != C)
+      return tt_lc_decline(c, "parameter of unexpected shape");
+    if (params[k]->dtype != in->dtype) {
+      if (!(params[k]->dtype == TT_F32 && opmath(in->dtype) == TT_F32 && in->dtype != TT_F32))
+        return tt_lc_decline(c, "mixed dtypes");
+      pdt = TT_F32;
+    }
+  }
+  for (int k = 0; k < 4; k++)
+    if (params[k] && params[k]->dtype != pdt) return tt_lc_decline(c, "mixed dtypes");
+  if ((rm == NULL) != (rv == NULL)) return tt_lc_decline(c, "only one running stat");
+  if (!training && !rm)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "running_mean must be defined in evaluation mode");
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++)
+    if (i != 1) n *= in->sizes[i];
+  if (training && n <= 1)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected more than 1 value per channel when training, got input size "
+                      "[%" PRId64 ", %" PRId64 "...]", in->sizes[0], C);
+  tt_dtype acc = opmath(in->dtype);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  int64_t rdims[TT_MAX_DIMS];
+  int nr = 0;
+  for (int i = 0; i < nd; i++)
+    if (i != 1) rdims[nr++] = i;
+  tt_val mean, invstd, var = TT_INVALID;
+  if (training) {
+    mean = dvd(b, rsum(b, x, rdims, nr), tt_b_constant(b, acc, (double)n));
+    tt_val d = sub(b, x, along(b, mean, nd, in->sizes, 1));
+    var = dvd(b, rsum(b, mul(b, d, d), rdims, nr), tt_b_constant(b, acc, (double)n));
+    invstd = tt_b_unary(b, "rsqrt", add(b, var, tt_b_constant(b, acc, eps)));
+  } else {
+    mean = opt_tensor(c, rm_arg, acc);
+    tt_val v = opt_tensor(c, rv_arg, acc);
+    invstd = tt_b_unary(b, "rsqrt", add(b, v, tt_b_constant(b, acc, eps)));
+  }
+  tt_val y = mul(b, sub(b, x, along(b, mean, nd, in->sizes, 1)), along(b, invstd, nd, in->sizes, 1));
+  if (w) y = mul(b, y, along(b, opt_tensor(c, 1, acc), nd, in->sizes, 1));
+  if (bi) y = add(b, y, along(b, opt_tensor(c, 2, acc), nd, in->sizes, 1));
+  tt_lc_output(c, tt_b_convert(b, y, in->dtype));
+  if (training) {
+    tt_lc_output(c, tt_b_convert(b, mean, pdt));
+    tt_lc_output(c, tt_b_convert(b, invstd, pdt));
+    if (rm) {
+      tt_val m = tt_b_constant(b, acc, momentum), om = tt_b_constant(b, acc, 1.0 - momentum);
+      tt_val old_m = opt_tensor(c, rm_arg, acc), old_v = opt_tensor(c, rv_arg, acc);
+      tt_val unbiased = mul(b, var, tt_b_constant(b, acc, (double)n / (double)(n - 1)));
+      tt_lc_write(c, rm_arg, -1, add(b, mul(b, old_m, om), mul(b, mean, m)));
+      tt_lc_write(c, rv_arg, -1, add(b, mul(b, old_v, om), mul(b, unbiased, m)));
+    }
+  } else {
+    int64_t zero = 0;
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(pdt, 1, &zero), 0));
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(pdt, 1, &zero), 0));
+  }
+  return NULL;
+}
+
+/* native_batch_norm(input, weight, bias, running_mean, running_var,
+ * training, momentum, eps) */
+static tt_error *lower_native_batch_norm(tt_lower_ctx *c) { return batch_norm_impl(c, 3, 4, 5); }
+
+/* _native_batch_norm_legit(input, weight, bias, running_mean!, running_var!,
+ * training, momentum, eps); .no_stats(input, weight, bias, training, ...) */
+static tt_error *lower_native_batch_norm_legit(tt_lower_ctx *c) {
+  if (tt_lc_kind(c, 3) == TT_ARG_BOOL) return batch_norm_impl(c, -1, -1, 3);
+  return batch_norm_impl(c, 3, 4, 5);
+}
+
+/* native_batch_norm_backward(grad_out, input, weight, running_mean,
+ * running_var, save_mean, save_invstd, train, eps, output_mask) */
+static tt_error *lower_native_batch_norm_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *go = tt_lc_ref(c, 0), *in = tt_lc_ref(c, 1);
+  if (!go || !in || !is_float_dt(in->dtype) || go->dtype != in->dtype || in->ndim < 2 ||
+      !shape_is(go, in->ndim, in->sizes))
+    return tt_lc_decline(c, "unsupported arguments");
+  int nd = in->ndim;
+  int64_t C = in->sizes[1];
+  bool train = tt_lc_bool(c, 7, false);
+  double eps = tt_lc_double(c, 8, 1e-5);
+  const tt_tensor_ref *w = tt_lc_ref(c, 2);
+  int mean_arg = train ? 5 : 3, var_arg = train ? 6 : 4;
+  const tt_tensor_ref *mr = tt_lc_ref(c, mean_arg), *vr = tt_lc_ref(c, var_arg);
+  if (!mr || !vr || mr->ndim != 1 || mr->sizes[0] != C || vr->ndim != 1 || vr->sizes[0] != C)
+    return tt_lc_decline(c, "missing or odd statistics");
+  if (w && (w->ndim != 1 || w->sizes[0] != C)) return tt_lc_decline(c, "odd weight");
+  tt_dtype acc = opmath(in->dtype);
+  tt_dtype wdt = w ? w->dtype : (mr->dtype);
+  int64_t n = 1;
+  int64_t rdims[TT_MAX_DIMS];
+  int nr = 0;
+  for (int i = 0; i < nd; i++)
+    if (i != 1) n *= in->sizes[i], rdims[nr++] = i;
+  tt_val g = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
+  tt_val mean = opt_tensor(c, mean_arg, acc);
+  tt_val invstd = opt_tensor(c, var_arg, acc);
+  if (!train) invstd = tt_b_unary(b, "rsqrt", add(b, invstd, tt_b_constant(b, acc, eps)));
+  tt_val wv = w ? opt_tensor(c, 2, acc) : tt_b_full(b, tt_shape_make(acc, 1, &C), 1.0);
+  tt_val d = sub(b, x, along(b, mean, nd, in->sizes, 1));
+  tt_val gsum = rsum(b, g, rdims, nr);
+  tt_val dotp = rsum(b, mul(b, g, d), rdims, nr);
+  tt_val gi;
+  if (train) {
+    tt_val nn = tt_b_constant(b, acc, (double)n);
+    tt_val k = dvd(b, mul(b, mul(b, dotp, invstd), invstd), nn);
+    tt_val gm = dvd(b, gsum, nn);
+    gi = sub(b, sub(b, g, along(b, gm, nd, in->sizes, 1)), mul(b, d, along(b, k, nd, in->sizes, 1)));
+    gi = mul(b, gi, along(b, mul(b, invstd, wv), nd, in->sizes, 1));
+  } else {
+    gi = mul(b, g, along(b, mul(b, invstd, wv), nd, in->sizes, 1));
+  }
+  tt_lc_output(c, tt_b_convert(b, gi, in->dtype));
+  tt_lc_output(c, tt_b_convert(b, mul(b, dotp, invstd), wdt));
+  tt_lc_output(c, tt_b_convert(b, gsum, wdt));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ layer norm */
+
+/* Parameter dtype of a norm: the input's, or float32 when a reduced-precision
+ * input comes with float32 parameters (CPU's mixed type). -1: unsupported. */
+static int norm_param_dtype(tt_dtype in, const tt_tensor_ref *const *params, int n) {
+  int pdt = -1;
+  for (int k = 0; k < n; k++) {
+    if (!params[k]) continue;
+    if (pdt >= 0 && (int)params[k]->dtype != pdt) return -1;
+    pdt = (int)params[k]->dtype;
+  }
+  if (pdt < 0 || pdt == (int)in) return (int)in;
+  if (pdt == TT_F32 && (in == TT_F16 || in == TT_BF16)) return TT_F32;
+  return -1;
+}
+
+/* native_layer_norm(input, normalized_shape, weight, bias, eps)
+ *   -> (out, mean, rstd). Note: PyTorch registers a CompositeExplicitAutograd
+ * kernel for this op, which outranks the backend fallback; this lowering runs
+ * only where the boundary routes the op to the core. */
+static tt_error *lower_native_layer_norm(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *in = tt_lc_ref(c, 0), *w = tt_lc_ref(c, 2), *bi = tt_lc_ref(c, 3);
+  int64_t ns[TT_MAX_DIMS];
+  int nn = tt_lc_int_list(c, 1, ns, TT_MAX_DIMS);
+  double eps = tt_lc_double(c, 4, 1e-5);
+  if (!in || !in->storage || !is_float_dt(in->dtype) || nn < 1)
+    return tt_lc_decline(c, "unsupported arguments");
+  int nd = in->ndim, axis = nd - nn;
+  bool ok = axis >= 0;
+  for (int i = 0; ok && i < nn; i++) ok = in->sizes[axis + i] == ns[i];
+  if (!ok)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Given normalized_shape has %d dims, but got input of size with %d dims "
+                      "that does not match", nn, nd);
+  if ((w && !shape_is(w, nn, ns)) || (bi && !shape_is(bi, nn, ns)))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected weight and bias to be of the same shape as normalized_shape");
+  const tt_tensor_ref *params[2] = {w, bi};
+  int pdt = norm_param_dtype(in->dtype, params, 2);
+  if (pdt < 0) return tt_lc_decline(c, "mixed dtypes");
+  int64_t M = 1, N = 1;
+  for (int i = 0; i < axis; i++) M *= in->sizes[i];
+  for (int i = axis; i < nd; i++) N *= in->sizes[i];
+  if (M * N == 0) return tt_lc_decline(c, "empty input");
+  tt_dtype acc = opmath(in->dtype);
+  int64_t mn[2] = {M, N}, n1[1] = {N}, d1[1] = {1};
+  tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 2, mn);
+  tt_val nconst = tt_b_constant(b, acc, (double)N);
+  tt_val mean = dvd(b, rsum(b, x, d1, 1), nconst);
+  tt_val d = sub(b, x, along(b, mean, 2, mn, 0));
+  tt_val var = dvd(b, rsum(b, mul(b, d, d), d1, 1), nconst);
+  tt_val rstd = tt_b_unary(b, "rsqrt", add(b, var, tt_b_constant(b, acc, eps)));
+  tt_val y = mul(b, d, along(b, rstd, 2, mn, 0));
+  if (w) y = mul(b, y, along(b, tt_b_reshape(b, opt_tensor(c, 2, acc), 1, n1), 2, mn, 1));
+  if (bi) y = add(b, y, along(b, tt_b_reshape(b, opt_tensor(c, 3, acc), 1, n1), 2, mn, 1));
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, y, nd, in->sizes), in->dtype));
+  int64_t sdims[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) sdims[i] = i < axis ? in->sizes[i] : 1;
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, mean, nd, sdims), (tt_dtype)pdt));
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, rstd, nd, sdims), (tt_dtype)pdt));
+  return NULL;
+}
+
+/* native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
+ * weight, bias, output_mask) */
+static tt_error *lower_native_layer_norm_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *go = tt_lc_ref(c, 0), *in = tt_lc_ref(c, 1);
+  int64_t ns[TT_MAX_DIMS];
+  int nn = tt_lc_int_list(c, 2, ns, TT_MAX_DIMS);
+  if (!go || !in || !is_float_dt(in->dtype) || go->dtype != in->dtype ||
+      !shape_is(go, in->ndim, in->sizes) || nn < 0 || nn > in->ndim)
+    return tt_lc_decline(c, "unsupported arguments");
+  int nd = in->ndim, axis = nd - nn;
+  for (int i = 0; i < nn; i++)
+    if (in->sizes[axis + i] != ns[i]) return tt_lc_decline(c, "shape mismatch");
+  const tt_tensor_ref *mr = tt_lc_ref(c, 3), *rr = tt_lc_ref(c, 4), *w = tt_lc_ref(c, 5),
+                      *bi = tt_lc_ref(c, 6);
+  if (!mr || !rr) return tt_lc_decline(c, "missing statistics");
+  int64_t M = 1, N = 1;
+  for (int i = 0; i < axis; i++) M *= in->sizes[i];
+  for (int i = axis; i < nd; i++) N *= in->sizes[i];
+  int64_t mnel = 1;
+  for (int i = 0; i < mr->ndim; i++) mnel *= mr->sizes[i];
+  if (mnel != M) return tt_lc_decline(c, "odd statistics shape");
+  if (w && (w->ndim != nn || !shape_is(w, nn, ns))) return tt_lc_decline(c, "odd weight");
+  tt_dtype acc = opmath(in->dtype);
+  /* work on [M, N] */
+  int64_t mn[2] = {M, N}, m1[1] = {M}, n1[1] = {N};
+  tt_val g = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 2, mn);
+  tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 1), acc), 2, mn);
+  tt_val mean = tt_b_reshape(b, opt_tensor(c, 3, acc), 1, m1);
+  tt_val rstd = tt_b_reshape(b, opt_tensor(c, 4, acc), 1, m1);
+  tt_val xhat = mul(b, sub(b, x, along(b, mean, 2, mn, 0)), along(b, rstd, 2, mn, 0));
+  tt_val gw = g;
+  if (w) gw = mul(b, g, along(b, tt_b_reshape(b, opt_tensor(c, 5, acc), 1, n1), 2, mn, 1));
+  int64_t d1[1] = {1}, d0[1] = {0};
+  tt_val nconst = tt_b_constant(b, acc, (double)N);
+  tt_val mg = dvd(b, rsum(b, gw, d1, 1), nconst);
+  tt_val mgx = dvd(b, rsum(b, mul(b, gw, xhat), d1, 1), nconst);
+  tt_val gi = sub(b, sub(b, gw, along(b, mg, 2, mn, 0)), mul(b, xhat, along(b, mgx, 2, mn, 0)));
+  gi = mul(b, gi, along(b, rstd, 2, mn, 0));
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, gi, nd, in->sizes), in->dtype));
+  tt_dtype wdt = w ? w->dtype : (bi ? bi->dtype : in->dtype);
+  tt_val gweight = tt_b_reshape(b, rsum(b, mul(b, g, xhat), d0, 1), nn, ns);
+  tt_val gbias = tt_b_reshape(b, rsum(b, g, d0, 1), nn, ns);
+  tt_lc_output(c, tt_b_convert(b, gweight, wdt));
+  tt_lc_output(c, tt_b_convert(b, gbias, bi ? bi->dtype : wdt));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ group norm */
+
+/* native_group_norm(input, weight, bias, N, C, HxW, group, eps)
+ *   -> (out, mean [N, G], rstd [N, G]). Like native_layer_norm, reached only
+ * where the boundary routes it past PyTorch's CompositeExplicitAutograd kernel. */
+static tt_error *lower_native_group_norm(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *in = tt_lc_ref(c, 0), *w = tt_lc_ref(c, 1), *bi = tt_lc_ref(c, 2);
+  int64_t N = tt_lc_int(c, 3, 0), C = tt_lc_int(c, 4, 0), HW = tt_lc_int(c, 5, 0),
+          G = tt_lc_int(c, 6, 0);
+  double eps = tt_lc_double(c, 7, 1e-5);
+  if (!in || !in->storage || !is_float_dt(in->dtype) || G <= 0 || N * C * HW == 0)
+    return tt_lc_decline(c, "unsupported arguments");
+  if (C % G != 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected number of channels in input to be divisible by num_groups, but "
+                      "got input of shape and num_groups=%" PRId64, G);
+  int64_t numel = 1;
+  for (int i = 0; i < in->ndim; i++) numel *= in->sizes[i];
+  if (numel != N * C * HW) return tt_lc_decline(c, "shape mismatch");
+  if ((w && (w->ndim != 1 || w->sizes[0] != C)) || (bi && (bi->ndim != 1 || bi->sizes[0] != C)))
+    return tt_lc_decline(c, "odd weight/bias");
+  const tt_tensor_ref *params[2] = {w, bi};
+  int pdt = norm_param_dtype(in->dtype, params, 2);
+  if (pdt < 0) return tt_lc_decline(c, "mixed dtypes");
+  tt_dtype acc = opmath(in->dtype);
+  int64_t D = C / G;
+  int64_t s4[4] = {N, G, D, HW}, gd[2] = {G, D}, inner[2] = {2, 3};
+  int64_t map_ng[2] = {0, 1}, map_gd[2] = {1, 2};
+  tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 4, s4);
+  tt_val cnt = tt_b_constant(b, acc, (double)(D * HW));
+  tt_val mean = dvd(b, rsum(b, x, inner, 2), cnt);
+  tt_val d = sub(b, x, tt_b_broadcast_in_dim(b, mean, 4, s4, map_ng));
+  tt_val var = dvd(b, rsum(b, mul(b, d, d), inner, 2), cnt);
+  tt_val rstd = tt_b_unary(b, "rsqrt", add(b, var, tt_b_constant(b, acc, eps)));
+  tt_val y = mul(b, d, tt_b_broadcast_in_dim(b, rstd, 4, s4, map_ng));
+  if (w)
+    y = mul(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, opt_tensor(c, 1, acc), 2, gd), 4, s4,
+                                        map_gd));
+  if (bi)
+    y = add(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, opt_tensor(c, 2, acc), 2, gd), 4, s4,
+                                        map_gd));
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, y, in->ndim, in->sizes), in->dtype));
+  tt_lc_output(c, tt_b_convert(b, mean, (tt_dtype)pdt));
+  tt_lc_output(c, tt_b_convert(b, rstd, (tt_dtype)pdt));
+  return NULL;
+}
+
+/* native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW,
+ * group, output_mask) */
+static tt_error *lower_native_group_norm_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *go = tt_lc_ref(c, 0), *in = tt_lc_ref(c, 1), *w = tt_lc_ref(c, 4);
+  int64_t N = tt_lc_int(c, 5, 0), C = tt_lc_int(c, 6, 0), HW = tt_lc_int(c, 7, 0),
+          G = tt_lc_int(c, 8, 0);
+  if (!go || !in || !is_float_dt(in->dtype) || go->dtype != in->dtype ||
+      !shape_is(go, in->ndim, in->sizes) || G <= 0 || C % G != 0 || N * C * HW == 0)
+    return tt_lc_decline(c, "unsupported arguments");
+  int64_t numel = 1;
+  for (int i = 0; i < in->ndim; i++) numel *= in->sizes[i];
+  if (numel != N * C * HW) return tt_lc_decline(c, "shape mismatch");
+  if (w && (w->ndim != 1 || w->sizes[0] != C)) return tt_lc_decline(c, "odd weight");
+  tt_dtype acc = opmath(in->dtype);
+  int64_t D = C / G;
+  int64_t s4[4] = {N, G, D, HW}, ng[2] = {N, G}, gd[2] = {G, D};
+  tt_val g = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 4, s4);
+  tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 1), acc), 4, s4);
+  tt_val mean = tt_b_reshape(b, opt_tensor(c, 2, acc), 2, ng);
+  tt_val rstd = tt_b_reshape(b, opt_tensor(c, 3, acc), 2, ng);
+  int64_t map_ng[2] = {0, 1}, map_gd[2] = {1, 2};
+  tt_val mean4 = tt_b_broadcast_in_dim(b, mean, 4, s4, map_ng);
+  tt_val rstd4 = tt_b_broadcast_in_dim(b, rstd, 4, s4, map_ng);
+  tt_val xhat = mul(b, sub(b, x, mean4), rstd4);
+  tt_val gw = g;
+  if (w) {
+    tt_val wv = tt_b_reshape(b, opt_tensor(c, 4, acc), 2, gd);
+    gw = mul(b, g, tt_b_broadcast_in_dim(b, wv, 4, s4, map_gd));
+  }
+  int64_t inner[2] = {2, 3};
+  tt_val cnt = tt_b_constant(b, acc, (double)(D * HW));
+  tt_val mg = dvd(b, rsum(b, gw, inner, 2), cnt);
+  tt_val mgx = dvd(b, rsum(b, mul(b, gw, xhat), inner, 2), cnt);
+  tt_val gi = sub(b, sub(b, gw, tt_b_broadcast_in_dim(b, mg, 4, s4, map_ng)),
+                  mul(b, xhat, tt_b_broadcast_in_dim(b, mgx, 4, s4, map_ng)));
+  gi = mul(b, gi, rstd4);
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, gi, in->ndim, in->sizes), in->dtype));
+  int64_t outer[2] = {0, 3}, c1[1] = {C};
+  tt_dtype wdt = w ? w->dtype : in->dtype;
+  tt_val gweight = tt_b_reshape(b, rsum(b, mul(b, g, xhat), outer, 2), 1, c1);
+  tt_val gbias = tt_b_reshape(b, rsum(b, g, outer, 2), 1, c1);
+  tt_lc_output(c, tt_b_convert(b, gweight, wdt));
+  tt_lc_output(c, tt_b_convert(b, gbias, wdt));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ embedding */
+
+/* Scatter-add of rows upd [K, D] into zeros [rows, D] at indices idx [K]. */
+static tt_val scatter_add_rows(tt_builder *b, tt_val idx, tt_val upd, int64_t rows) {
+  tt_shape us = tt_b_shape(b, upd);
+  int64_t K = us.dims[0], D = us.dims[1];
+  int64_t k1[2] = {K, 1}, od[2] = {rows, D};
+  idx = tt_b_reshape(b, tt_b_convert(b, idx, TT_I64), 2, k1);
+  tt_val zeros = tt_b_full(b, tt_shape_make(us.dtype, 2, od), 0);
+  char ty[64], region[512];
+  tt_shape sc = tt_shape_scalar(us.dtype);
+  tt_shape_print(&sc, ty, sizeof ty);
+  snprintf(region, sizeof region,
+           "    ^bb0(%%sa: %s, %%sb: %s):\n"
+           "      %%ss = \"stablehlo.add\"(%%sa, %%sb) : (%s, %s) -> %s\n"
+           "      \"stablehlo.return\"(%%ss) : (%s) -> ()",
+           ty, ty, ty, ty, ty, ty);
+  const char *attrs =
+      "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], "
+      "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, "
+      "indices_are_sorted = false, unique_indices = false";
+  tt_val ins[3] = {zeros, idx, upd}, r = TT_INVALID;
+  tt_shape out = tt_shape_make(us.dtype, 2, od);
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  return r;
+}
+
+/* embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+ * scale_grad_by_freq) */
+static tt_error *lower_embedding_dense_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *go = tt_lc_ref(c, 0), *ix = tt_lc_ref(c, 1);
+  int64_t num_weights = tt_lc_int(c, 2, 0), padding_idx = tt_lc_int(c, 3, -1);
+  if (!go || !ix || !ix->storage || !is_float_dt(go->dtype) ||
+      (ix->dtype != TT_I64 && ix->dtype != TT_I32))
+    return tt_lc_decline(c, "unsupported arguments");
+  if (tt_lc_bool(c, 4, false)) return tt_lc_decline(c, "scale_grad_by_freq");
+  if (go->ndim != ix->ndim + 1) return tt_lc_decline(c, "odd grad shape");
+  for (int i = 0; i < ix->ndim; i++)
+    if (go->sizes[i] != ix->sizes[i]) return tt_lc_decline(c, "odd grad shape");
+  int64_t K = 1, D = go->sizes[go->ndim - 1];
+  for (int i = 0; i < ix->ndim; i++) K *= ix->sizes[i];
+  if (K == 0 || D == 0 || num_weights <= 0) return tt_lc_decline(c, "empty");
+  tt_dtype acc = opmath(go->dtype);
+  int64_t kd[2] = {K, D}, k1[1] = {K};
+  tt_val g = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 2, kd);
+  tt_val idx = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64), 1, k1);
+  if (padding_idx >= 0) {
+    tt_val pad = tt_b_compare(b, "EQ", idx, tt_b_full(b, tt_shape_make(TT_I64, 1, k1),
+                                                       (double)padding_idx));
+    int64_t map[1] = {0};
+    pad = tt_b_broadcast_in_dim(b, pad, 2, kd, map);
+    g = tt_b_select(b, pad, tt_b_full(b, tt_shape_make(acc, 2, kd), 0), g);
+  }
+  tt_lc_output(c, tt_b_convert(b, scatter_add_rows(b, idx, g, num_weights), go->dtype));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ dropout */
+
+/* native_dropout(input, p, train?) -> (output, mask) */
+static tt_error *lower_native_dropout(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *in = tt_lc_ref(c, 0);
+  if (!in || !in->storage || !is_float_dt(in->dtype)) return tt_lc_decline(c, "unsupported input");
+  double p = tt_lc_double(c, 1, 0.5);
+  bool train = tt_lc_is_none(c, 2) ? true : tt_lc_bool(c, 2, true);
+  if (p < 0 || p > 1)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "dropout probability has to be between 0 and 1, but got %g", p);
+  tt_shape s = tt_lc_ref_shape(in);
+  tt_shape bs = s;
+  bs.dtype = TT_BOOL;
+  tt_val x = tt_lc_tensor(c, 0);
+  if (!train) {
+    tt_lc_output(c, x);
+    tt_lc_output(c, tt_b_full(b, bs, 1));
+    return NULL;
+  }
+  double p1m = 1.0 - p, scale = p1m == 0 ? 0.0 : 1.0 / p1m;
+  /* random uint32 bits -> uniform float32 in [0, 1): top 24 bits * 2^-24 */
+  tt_val state = tt_lc_rng_state(c);
+  tt_shape u32 = s;
+  u32.dtype = TT_U32;
+  int64_t two = 2;
+  tt_shape outs[2] = {tt_shape_make(TT_U64, 1, &two), u32};
+  tt_val rr[2] = {TT_INVALID, TT_INVALID};
+  tt_b_op_multi(b, "stablehlo.rng_bit_generator", &state, 1,
+                "rng_algorithm = #stablehlo<rng_algorithm PHILOX>", NULL, outs, 2, rr);
+  tt_val bits = rr[1];
+  tt_val top = tt_b_binary(b, "shift_right_logical", bits, tt_b_full(b, u32, 8));
+  tt_val u = mul(b, tt_b_convert(b, top, TT_F32), tt_b_constant(b, TT_F32, 1.0 / 16777216.0));
+  /* keep with probability 1-p: u < 1-p (float32 threshold; u is a multiple
+   * of 2^-24, so the comparison is exact in float32). */
+  tt_val mask = tt_b_compare(b, "LT", u, tt_b_full(b, tt_b_shape(b, u), (float)p1m));
+  tt_dtype acc = opmath(in->dtype);
+  tt_val xa = tt_b_convert(b, x, acc);
+  tt_val y = tt_b_select(b, mask, xa, tt_b_full(b, tt_b_shape(b, xa), 0));
+  y = tt_b_convert(b, y, in->dtype);
+  /* CPU: input.mul(mask).mul_(scale): the scale multiply in opmath. */
+  y = mul(b, tt_b_convert(b, y, acc), tt_b_constant(b, acc, scale));
+  tt_lc_output(c, tt_b_convert(b, y, in->dtype));
+  tt_lc_output(c, mask);
+  return NULL;
+}
+
+/* native_dropout_backward(grad_output, mask, scale) */
+static tt_error *lower_native_dropout_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *m = tt_lc_ref(c, 1);
+  if (!g || !m || !g->storage || !m->storage || !is_float_dt(g->dtype) || m->dtype != TT_BOOL ||
+      !shape_is(m, g->ndim, g->sizes))
+    return tt_lc_decline(c, "unsupported arguments");
+  double scale = tt_lc_double(c, 2, 1.0);
+  tt_dtype acc = opmath(g->dtype);
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val kept = tt_b_select(b, tt_lc_tensor(c, 1), gv, tt_b_full(b, tt_b_shape(b, gv), 0));
+  kept = tt_b_convert(b, kept, g->dtype);
+  tt_val r = mul(b, tt_b_convert(b, kept, acc), tt_b_constant(b, acc, scale));
+  tt_lc_output(c, tt_b_convert(b, r, g->dtype));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ nll loss */
+
+/* Shared checks and setup for nll_loss(2d) forward/backward. self is arg
+ * si, target arg si+1, weight si+2, reduction si+3, ignore_index si+4.
+ * Produces (in opmath) the per-element picked weights `wt` (target shape,
+ * zero where ignored) and the one-hot selection mask (self shape). */
+typedef struct {
+  int nd;          /* self dims */
+  int cdim;        /* class dim */
+  int64_t C;
+  tt_dtype dt, acc;
+  tt_val onehot;   /* bool, self shape */
+  tt_val wt;       /* opmath, target shape */
+  tt_val keep;     /* bool, target shape: target != ignore_index */
+  const tt_tensor_ref *self, *target;
+} nll_setup;
+
+static tt_error *nll_prepare(tt_lower_ctx *c, int si, bool is2d, nll_setup *s) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, si), *t = tt_lc_ref(c, si + 1), *w = tt_lc_ref(c, si + 2);
+  if (!x || !t || !x->storage || !t->storage || !is_float_dt(x->dtype))
+    return tt_lc_decline(c, "unsupported arguments");
+  if (t->dtype != TT_I64 && t->dtype != TT_U8)
+    return tt_lc_fail(c, TT_ERR_RUNTIME, "expected scalar type Long but found %s",
+                      tt_dtype_name(t->dtype));
+  int64_t reduction = tt_lc_int(c, si + 3, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  if (is2d) {
+    if (x->ndim != 4)
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "only batches of spatial inputs supported (4D tensors), but got input of "
+                        "dimension: %d", x->ndim);
+    if (t->ndim != 3)
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "only batches of spatial targets supported (3D tensors) but got targets "
+                        "of dimension: %d", t->ndim);
+    if (x->sizes[0] != t->sizes[0] || x->sizes[2] != t->sizes[1] || x->sizes[3] != t->sizes[2])
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "input and target batch or spatial sizes "
+                        "don't match");
+    s->cdim = 1;
+  } else {
+    if (x->ndim < 1 || x->ndim > 2)
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "input tensor should be 1D or 2D");
+    if (t->ndim > 1)
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "0D or 1D target tensor expected, multi-target not supported");
+    bool no_batch = x->ndim == 1 && t->ndim == 0;
+    if (!no_batch && x->sizes[0] != (t->ndim ? t->sizes[0] : 1))
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "Expected input batch_size (%" PRId64 ") to match target batch_size (%"
+                        PRId64 ").", x->sizes[0], t->ndim ? t->sizes[0] : (int64_t)1);
+    if (x->ndim == 1 && t->ndim == 1) return tt_lc_decline(c, "1-d input with 1-d target");
+    s->cdim = x->ndim == 2 ? 1 : 0;
+  }
+  s->nd = x->ndim;
+  s->C = x->sizes[s->cdim];
+  s->dt = x->dtype;
+  s->acc = opmath(x->dtype);
+  s->self = x;
+  s->target = t;
+  if (w) {
+    int64_t wn = 1;
+    for (int i = 0; i < w->ndim; i++) wn *= w->sizes[i];
+    if (wn != s->C)
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "weight tensor should be defined either for all %" PRId64
+                        " classes or no classes but got weight tensor of shape: [%" PRId64 "]",
+                        s->C, wn);
+    if (!w->storage || w->dtype != x->dtype) return tt_lc_decline(c, "weight dtype");
+  }
+  int64_t ignore = tt_lc_int(c, si + 4, -100);
+  tt_val tv = tt_b_convert(b, tt_lc_tensor(c, si + 1), TT_I64);
+  /* one-hot over the class dim */
+  tt_shape xs = tt_lc_ref_shape(x);
+  xs.dtype = TT_I64;
+  int64_t map[TT_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < s->nd; i++)
+    if (i != s->cdim) map[k++] = i;
+  tt_val tb = tt_b_broadcast_in_dim(b, tv, s->nd, xs.dims, map);
+  s->onehot = tt_b_compare(b, "EQ", tt_b_iota(b, xs, s->cdim), tb);
+  /* picked weight per target element: w[t] (or 1), 0 where ignored */
+  tt_shape ts = tt_lc_ref_shape(t);
+  ts.dtype = s->acc;
+  tt_val wt;
+  if (w) {
+    int64_t c1[1] = {s->C};
+    tt_val wv = tt_b_reshape(b, opt_tensor(c, si + 2, s->acc), 1, c1);
+    int64_t cm[1] = {s->cdim};
+    tt_shape xa = xs;
+    xa.dtype = s->acc;
+    tt_val wb = tt_b_broadcast_in_dim(b, wv, s->nd, xa.dims, cm);
+    wt = tt_b_select(b, s->onehot, wb, tt_b_full(b, xa, 0));
+    int64_t cd[1] = {s->cdim};
+    wt = rsum(b, wt, cd, 1);
+  } else {
+    wt = tt_b_full(b, ts, 1);
+  }
+  tt_shape ti = tt_lc_ref_shape(t);
+  ti.dtype = TT_I64;
+  tt_val keep = tt_b_compare(b, "NE", tv, tt_b_full(b, ti, (double)ignore));
+  s->wt = tt_b_select(b, keep, wt, tt_b_full(b, ts, 0));
+  s->keep = keep;
+  return NULL;
+}
+
+/* nll_loss_forward / nll_loss2d_forward(self, target, weight, reduction,
+ * ignore_index) -> (output, total_weight) */
+static tt_error *nll_forward(tt_lower_ctx *c, bool is2d) {
+  tt_builder *b = tt_lc_builder(c);
+  nll_setup s;
+  TT_TRY(nll_prepare(c, 0, is2d, &s));
+  int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), s.acc);
+  tt_val picked = tt_b_select(b, s.onehot, x, tt_b_full(b, tt_b_shape(b, x), 0));
+  int64_t cd[1] = {s.cdim};
+  picked = rsum(b, picked, cd, 1); /* target shape */
+  tt_val loss = tt_b_unary(b, "negate", mul(b, picked, s.wt));
+  tt_val total = rsum_all(b, s.wt);
+  if (reduction == RED_NONE) {
+    tt_lc_output(c, tt_b_convert(b, loss, s.dt));
+    /* CPU reports total_weight 0 for batched 'none' (w[t] for a single sample) */
+    tt_val tw = s.nd == 1 ? total : tt_b_constant(b, s.acc, 0);
+    tt_lc_output(c, tt_b_convert(b, tw, s.dt));
+    return NULL;
+  }
+  tt_val sum = rsum_all(b, loss);
+  tt_val out = reduction == RED_MEAN ? dvd(b, sum, total) : sum;
+  tt_lc_output(c, tt_b_convert(b, out, s.dt));
+  tt_lc_output(c, tt_b_convert(b, total, s.dt));
+  return NULL;
+}
+
+static tt_error *lower_nll_loss_forward(tt_lower_ctx *c) { return nll_forward(c, false); }
+static tt_error *lower_nll_loss2d_forward(tt_lower_ctx *c) { return nll_forward(c, true); }
+
+/* nll_loss_backward / nll_loss2d_backward(grad_output, self, target, weight,
+ * reduction, ignore_index, total_weight) */
+static tt_error *nll_backward(tt_lower_ctx *c, bool is2d) {
+  tt_builder *b = tt_lc_builder(c);
+  nll_setup s;
+  TT_TRY(nll_prepare(c, 1, is2d, &s));
+  int64_t reduction = tt_lc_int(c, 4, RED_MEAN);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *tw = tt_lc_ref(c, 6);
+  if (!g || !tw) return tt_lc_decline(c, "missing grad or total_weight");
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), s.acc);
+  tt_shape ts = tt_lc_ref_shape(s.target);
+  if (reduction == RED_NONE) {
+    if (!shape_is(g, s.target->ndim, s.target->sizes)) return tt_lc_decline(c, "grad shape");
+  } else {
+    int64_t gn = 1;
+    for (int i = 0; i < g->ndim; i++) gn *= g->sizes[i];
+    if (gn != 1) return tt_lc_decline(c, "grad shape");
+    gv = tt_b_reshape(b, gv, 0, NULL);
+    if (reduction == RED_MEAN) {
+      tt_val t = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 6), s.acc), 0, NULL);
+      gv = dvd(b, gv, t);
+    }
+    gv = tt_b_broadcast_to(b, gv, ts.ndim, ts.dims);
+  }
+  tt_val per = tt_b_unary(b, "negate", mul(b, s.wt, gv)); /* target shape */
+  /* ignored targets get no gradient, even when grad/total_weight is inf */
+  per = tt_b_select(b, s.keep, per, tt_b_full(b, tt_b_shape(b, per), 0));
+  tt_shape xs = tt_lc_ref_shape(s.self);
+  xs.dtype = s.acc;
+  int64_t map[TT_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < s.nd; i++)
+    if (i != s.cdim) map[k++] = i;
+  tt_val pb = tt_b_broadcast_in_dim(b, per, s.nd, xs.dims, map);
+  tt_val gi = tt_b_select(b, s.onehot, pb, tt_b_full(b, xs, 0));
+  tt_lc_output(c, tt_b_convert(b, gi, s.dt));
+  return NULL;
+}
+
+static tt_error *lower_nll_loss_backward(tt_lower_ctx *c) { return nll_backward(c, false); }
+static tt_error *lower_nll_loss2d_backward(tt_lower_ctx *c) { return nll_backward(c, true); }
+
+/* ------------------------------------------------------------ pointwise losses */
+
+/* Reads self (arg a) and target (arg a+1) broadcast together in opmath of
+ * their result dtype. */
+static tt_error *loss_operands(tt_lower_ctx *c, int a, tt_dtype *dt, tt_val *x, tt_val *t,
+                               int *nd, int64_t *dims) {
+  int args[2] = {a, a + 1};
+  *dt = tt_result_type(c, args, 2);
+  if (!is_float_dt(*dt)) return tt_lc_decline(c, "non-float loss");
+  TT_TRY(tt_broadcast_args(c, args, 2, nd, dims));
+  tt_dtype acc = opmath(*dt);
+  *x = tt_operand(c, a, acc, *nd, dims);
+  *t = tt_operand(c, a + 1, acc, *nd, dims);
+  return NULL;
+}
+
+/* Gradient scale for backward of reduced losses: grad_output broadcast to
+ * (nd, dims), divided by numel for 'mean'. */
+static tt_error *loss_grad(tt_lower_ctx *c, int64_t reduction, tt_dtype acc, int nd,
+                           const int64_t *dims, tt_val *g) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *gr = tt_lc_ref(c, 0);
+  if (!gr) return tt_lc_decline(c, "grad is not a tensor");
+  TT_TRY(check_reduction(c, reduction));
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  if (reduction == RED_NONE) {
+    int o;
+    int64_t od[TT_MAX_DIMS];
+    if (!tt_broadcast_dims(nd, dims, gr->ndim, gr->sizes, &o, od) || o != nd)
+      return tt_lc_decline(c, "grad shape");
+    for (int i = 0; i < nd; i++)
+      if (od[i] != dims[i]) return tt_lc_decline(c, "grad shape");
+    *g = tt_b_broadcast_to(b, gv, nd, dims);
+    return NULL;
+  }
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= dims[i];
+  if (gr->ndim != 0) return tt_lc_decline(c, "grad shape");
+  if (reduction == RED_MEAN) gv = dvd(b, gv, tt_b_constant(b, acc, (double)n));
+  *g = tt_b_broadcast_to(b, gv, nd, dims);
+  return NULL;
+}
+
+/* mse_loss(self, target, reduction) */
+static tt_error *lower_mse_loss(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype dt;
+  tt_val x, t;
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
+  tt_val d = sub(b, x, t);
+  tt_val loss = mul(b, d, d);
+  tt_lc_output(c, reduce_loss(b, loss, reduction, dt));
+  return NULL;
+}
+
+/* mse_loss_backward(grad_output, self, target, reduction) */
+static tt_error *lower_mse_loss_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype dt;
+  tt_val x, t, g;
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  int args[3] = {0, 1, 2};
+  TT_TRY(loss_operands(c, 1, &dt, &x, &t, &nd, dims));
+  dt = tt_result_type(c, args, 3);
+  int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
+  TT_TRY(loss_grad(c, reduction, opmath(dt), nd, dims, &g));
+  tt_val r = mul(b, mul(b, sub(b, x, t), g), cst(b, g, 2.0));
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
+}
+
+/* binary_cross_entropy(self, target, weight, reduction) */
+static tt_error *lower_binary_cross_entropy(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0), *t = tt_lc_ref(c, 1), *w = tt_lc_ref(c, 2);
+  if (!x || !t || !x->storage || !t->storage || !is_float_dt(x->dtype) || t->dtype != x->dtype)
+    return tt_lc_decline(c, "unsupported arguments");
+  if (!shape_is(t, x->ndim, x->sizes))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Using a target size that is different to the input size is deprecated. "
+                      "Please ensure they have the same size.");
+  if (w && (!w->storage || w->dtype != x->dtype)) return tt_lc_decline(c, "weight");
+  int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  tt_dtype acc = opmath(x->dtype);
+  tt_val xv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val tv = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
+  tt_val lo = cst(b, xv, -100.0);
+  tt_val lx = bin(b, "maximum", tt_b_unary(b, "log", xv), lo);
+  tt_val l1x = bin(b, "maximum", tt_b_unary(b, "log_plus_one", tt_b_unary(b, "negate", xv)), lo);
+  /* (target - 1) * log(1 - x) - target * log(x) */
+  tt_val loss = sub(b, mul(b, sub(b, tv, cst(b, tv, 1.0)), l1x), mul(b, tv, lx));
+  if (w) {
+    tt_val wv = tt_b_broadcast_to(b, opt_tensor(c, 2, acc), x->ndim, x->sizes);
+    loss = mul(b, loss, wv);
+  }
+  tt_lc_output(c, reduce_loss(b, loss, reduction, x->dtype));
+  return NULL;
+}
+
+/* binary_cross_entropy_backward(grad_output, self, target, weight, reduction) */
+static tt_error *lower_binary_cross_entropy_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 1), *t = tt_lc_ref(c, 2), *w = tt_lc_ref(c, 3);
+  if (!x || !t || !x->storage || !t->storage || !is_float_dt(x->dtype) ||
+      t->dtype != x->dtype || !shape_is(t, x->ndim, x->sizes))
+    return tt_lc_decline(c, "unsupported arguments");
+  if (w && (!w->storage || w->dtype != x->dtype)) return tt_lc_decline(c, "weight");
+  int64_t reduction = tt_lc_int(c, 4, RED_MEAN);
+  tt_dtype acc = opmath(x->dtype);
+  tt_val g;
+  TT_TRY(loss_grad(c, reduction, acc, x->ndim, x->sizes, &g));
+  tt_val xv = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
+  tt_val tv = tt_b_convert(b, tt_lc_tensor(c, 2), acc);
+  /* grad * (x - t) / max((1 - x) * x, 1e-12) */
+  tt_val den = bin(b, "maximum", mul(b, sub(b, cst(b, xv, 1.0), xv), xv), cst(b, xv, 1e-12));
+  tt_val r = dvd(b, mul(b, g, sub(b, xv, tv)), den);
+  if (w) r = mul(b, r, tt_b_broadcast_to(b, opt_tensor(c, 3, acc), x->ndim, x->sizes));
+  tt_lc_output(c, tt_b_convert(b, r, x->dtype));
+  return NULL;
+}
+
+/* huber_loss(self, target, reduction, delta) and smooth_l1_loss(self,
+ * target, reduction, beta): piecewise quadratic/linear in |x - t|. */
+static tt_error *huber_like(tt_lower_ctx *c, bool smooth) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype dt;
+  tt_val x, t;
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
+  double delta = tt_lc_double(c, 3, 1.0);
+  TT_TRY(check_reduction(c, reduction));
+  if (smooth && delta < 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "smooth_l1_loss does not support negative values for beta.");
+  if (!smooth && delta <= 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "huber_loss does not support non-positive "
+                      "values for delta.");
+  if (smooth && delta == 0) return tt_lc_decline(c, "beta == 0");
+  TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
+  tt_val z = tt_b_unary(b, "abs", sub(b, x, t));
+  tt_val dl = cst(b, z, delta), half = cst(b, z, 0.5);
+  tt_val small = tt_b_compare(b, "LT", z, tt_b_broadcast_to(b, dl, nd, dims));
+  tt_val quad = mul(b, mul(b, half, z), z);
+  tt_val lin;
+  if (smooth) {
+    quad = dvd(b, quad, dl);
+    lin = sub(b, z, mul(b, half, dl));
+  } else {
+    lin = mul(b, dl, sub(b, z, mul(b, half, dl)));
+  }
+  tt_val loss = tt_b_select(b, small, quad, lin);
+  tt_lc_output(c, reduce_loss(b, loss, reduction, dt));
+  return NULL;
+}
+
+static tt_error *lower_huber_loss(tt_lower_ctx *c) { return huber_like(c, false); }
+static tt_error *lower_smooth_l1_loss(tt_lower_ctx *c) { return huber_like(c, true); }
+
+/* huber_loss_backward / smooth_l1_loss_backward(grad_output, self, target,
+ * reduction, delta|beta) */
+static tt_error *huber_like_backward(tt_lower_ctx *c, bool smooth) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype dt;
+  tt_val x, t, g;
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  double delta = tt_lc_double(c, 4, 1.0);
+  if (delta <= 0) return tt_lc_decline(c, "non-positive delta/beta");
+  TT_TRY(loss_operands(c, 1, &dt, &x, &t, &nd, dims));
+  int args[3] = {0, 1, 2};
+  dt = tt_result_type(c, args, 3);
+  TT_TRY(loss_grad(c, tt_lc_int(c, 3, RED_MEAN), opmath(dt), nd, dims, &g));
+  tt_val d = sub(b, x, t);
+  tt_val dl = tt_b_full(b, tt_b_shape(b, d), delta);
+  tt_val ndl = tt_b_full(b, tt_b_shape(b, d), -delta);
+  tt_val below = tt_b_compare(b, "LT", d, ndl), above = tt_b_compare(b, "GT", d, dl);
+  tt_val r;
+  if (smooth) {
+    tt_val one = tt_b_full(b, tt_b_shape(b, d), 1.0), mone = tt_b_full(b, tt_b_shape(b, d), -1.0);
+    tt_val mid = dvd(b, d, dl);
+    r = tt_b_select(b, below, mone, tt_b_select(b, above, one, mid));
+  } else {
+    r = tt_b_select(b, below, ndl, tt_b_select(b, above, dl, d));
+  }
+  tt_lc_output(c, tt_b_convert(b, mul(b, r, g), dt));
+  return NULL;
+}
+
+static tt_error *lower_huber_loss_backward(tt_lower_ctx *c) { return huber_like_backward(c, false); }
+static tt_error *lower_smooth_l1_loss_backward(tt_lower_ctx *c) {
+  return huber_like_backward(c, true);
+}
+
 TT_LOWERINGS(nn) = {
+    {lower_native_batch_norm, {"native_batch_norm", "native_batch_norm.out"}},
+    {lower_native_batch_norm_legit,
+     {"_native_batch_norm_legit", "_native_batch_norm_legit.no_stats"}},
+    {lower_native_batch_norm_backward,
+     {"native_batch_norm_backward", "native_batch_norm_backward.out"}},
+    {lower_native_layer_norm, {"native_layer_norm", "native_layer_norm.out"}},
+    {lower_native_group_norm, {"native_group_norm", "native_group_norm.out"}},
+    {lower_native_layer_norm_backward,
+     {"native_layer_norm_backward", "native_layer_norm_backward.out"}},
+    {lower_native_group_norm_backward,
+     {"native_group_norm_backward", "native_group_norm_backward.out"}},
+    {lower_embedding_dense_backward,
+     {"embedding_dense_backward", "embedding_dense_backward.out"}},
+    {lower_native_dropout, {"native_dropout", "native_dropout.out"}},
+    {lower_native_dropout_backward, {"native_dropout_backward", "native_dropout_backward.out"}},
+    {lower_nll_loss_forward, {"nll_loss_forward", "nll_loss_forward.output"}},
+    {lower_nll_loss_backward, {"nll_loss_backward", "nll_loss_backward.grad_input"}},
+    {lower_nll_loss2d_forward, {"nll_loss2d_forward", "nll_loss2d_forward.output"}},
+    {lower_nll_loss2d_backward, {"nll_loss2d_backward", "nll_loss2d_backward.grad_input"}},
+    {lower_mse_loss, {"mse_loss", "mse_loss.out"}},
+    {lower_mse_loss_backward, {"mse_loss_backward", "mse_loss_backward.grad_input"}},
+    {lower_binary_cross_entropy, {"binary_cross_entropy", "binary_cross_entropy.out"}},
+    {lower_binary_cross_entropy_backward,
+     {"binary_cross_entropy_backward", "binary_cross_entropy_backward.grad_input"}},
+    {lower_huber_loss, {"huber_loss", "huber_loss.out"}},
+    {lower_huber_loss_backward, {"huber_loss_backward", "huber_loss_backward.out"}},
+    {lower_smooth_l1_loss, {"smooth_l1_loss", "smooth_l1_loss.out"}},
+    {lower_smooth_l1_loss_backward,
+     {"smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input"}},
     {NULL, {NULL}},
 };
