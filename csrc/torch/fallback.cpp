@@ -387,28 +387,26 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
 }
 
-// Ops whose CompositeExplicitAutograd kernel would outrank the fallback and
-// end in a dead end (convolution -> convolution_overrideable): route them to
-// the core explicitly.
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
-  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
-}
-
-// torch registers a per-tensor default kernel for every _foreach_ op on
-// PrivateUse1, which outranks the fallback. For each _foreach_ overload the
-// core lowers (from its table), register the fallback directly so one
-// foreach call becomes one program.
+// Some ops we lower have a CompositeExplicitAutograd kernel (convolution,
+// native_layer_norm, every _foreach_ op, ...), which outranks a backend
+// fallback: PyTorch would decompose them, or dead-end in an "overrideable"
+// stub. For each overload in the core's lowering table that has such a
+// kernel and no tpu kernel of its own, register the fallback directly, so
+// the table alone decides what runs natively.
 void register_table_routed_ops() {
   static torch::Library* lib = new torch::Library(
       torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   for (int i = 0; i < tt_lowering_count(); i++) {
     std::string name = tt_lowering_name_at(i);
-    if (name.rfind("_foreach_", 0) != 0) continue;
-    auto handle = c10::Dispatcher::singleton().findOp(
-        c10::OperatorName("aten::" + name.substr(0, name.find('.')),
-                          name.find('.') == std::string::npos ? "" : name.substr(name.find('.') + 1)));
+    size_t dot = name.find('.');
+    std::string base = name.substr(0, dot);
+    std::string overload = dot == std::string::npos ? "" : name.substr(dot + 1);
+    auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName("aten::" + base, overload));
     if (!handle) continue;  // an overload this torch version does not have
+    if (handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+    if (!handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+        !handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional))
+      continue;
     lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
   }
 }
