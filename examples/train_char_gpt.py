@@ -32,7 +32,7 @@ def load_text(max_chars: int) -> str:
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=150)
+    p.add_argument("--steps", type=int, default=400)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--block", type=int, default=64)
     p.add_argument("--device", default="tpu")
@@ -68,21 +68,26 @@ def main():
         loss.backward()
         opt.step()
         tokens += x.numel()
-        if step == 1 or step % 10 == 0 or step == args.steps:
+        if step == 1 or step % 25 == 0 or step == args.steps:
             lv = loss.item()
             dt = time.time() - t0
             print(f"step {step:4d}  loss {lv:.4f}  {tokens / dt:8.0f} tokens/s")
 
     model.eval()
-    ctx = torch.tensor([[stoi[c] for c in "def "]], dtype=torch.long)
-    out = ctx
+    # Sample with a fixed-length window (left-padded with newlines) so every
+    # step has the same shape and reuses one compiled program.
+    prompt = "def "
+    pad = stoi.get("\n", 0)
+    out = torch.tensor([[pad] * (args.block - len(prompt)) + [stoi[c] for c in prompt]])
+    t1 = time.time()
     with torch.no_grad():
         for _ in range(args.sample_chars):
             logits, _ = model(out[:, -args.block:].to(dev))
             probs = torch.softmax(logits[:, -1, :].float(), dim=-1).cpu()
             nxt = torch.multinomial(probs, 1)
             out = torch.cat([out, nxt], dim=1)
-    print("sample:\n" + "".join(chars[i] for i in out[0].tolist()))
+    text_out = "".join(chars[i] for i in out[0, args.block - len(prompt):].tolist())
+    print(f"sample ({args.sample_chars} chars in {time.time() - t1:.1f}s):\n{text_out}")
     if dev.type == "tpu":
         print("cache stats:", torch_tpu.cache_stats())
         report = torch_tpu.debug.fallback_report()
