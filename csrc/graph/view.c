@@ -157,11 +157,8 @@ tt_val tt_view_write(tt_builder *b, tt_val flat, const tt_tensor_ref *ref, int64
   int64_t idx_dims[2] = {numel, 1};
   idx = tt_b_reshape(b, idx, 2, idx_dims);
   tt_val upd = tt_b_reshape(b, value, 1, &numel);
-  char ty[64], region[400];
-  tt_shape sc = tt_shape_scalar(ref->dtype);
-  tt_shape_print(&sc, ty, sizeof ty);
-  snprintf(region, sizeof region,
-           "    ^bb0(%%sa: %s, %%sb: %s):\n      \"stablehlo.return\"(%%sb) : (%s) -> ()", ty, ty, ty);
+  char region[400];
+  tt_b_region_binary(region, sizeof region, ref->dtype, NULL);
   const char *attrs =
       "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
       "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "

@@ -61,7 +61,7 @@ static tt_val emit_scatter(tt_builder *b, tt_val operand, tt_val indices, tt_val
                            const int64_t *window_dims, int n_win, const int64_t *inserted,
                            int n_ins, const int64_t *to_operand, int n_map, int ivd,
                            const char *combine) {
-  char f1[256], f2[256], f3[256], attrs[1200], ty[64], region[600];
+  char f1[256], f2[256], f3[256], attrs[1200], region[600];
   fmt_field(f1, sizeof f1, "update_window_dims", window_dims, n_win);
   fmt_field(f2, sizeof f2, "inserted_window_dims", inserted, n_ins);
   fmt_field(f3, sizeof f3, "scatter_dims_to_operand_dims", to_operand, n_map);
@@ -69,18 +69,7 @@ static tt_val emit_scatter(tt_builder *b, tt_val operand, tt_val indices, tt_val
            "scatter_dimension_numbers = #stablehlo.scatter<%s%s%sindex_vector_dim = %d>, "
            "indices_are_sorted = false, unique_indices = false",
            f1, f2, f3, ivd);
-  tt_shape sc = tt_shape_scalar(tt_b_dtype(b, operand));
-  tt_shape_print(&sc, ty, sizeof ty);
-  if (combine)
-    snprintf(region, sizeof region,
-             "    ^bb0(%%sa: %s, %%sb: %s):\n"
-             "      %%sc = \"stablehlo.%s\"(%%sa, %%sb) : (%s, %s) -> %s\n"
-             "      \"stablehlo.return\"(%%sc) : (%s) -> ()",
-             ty, ty, combine, ty, ty, ty, ty);
-  else
-    snprintf(region, sizeof region,
-             "    ^bb0(%%sa: %s, %%sb: %s):\n      \"stablehlo.return\"(%%sb) : (%s) -> ()", ty,
-             ty, ty);
+  tt_b_region_binary(region, sizeof region, tt_b_dtype(b, operand), combine);
   tt_val ins[3] = {operand, indices, updates}, r = TT_INVALID;
   tt_shape out = tt_b_shape(b, operand);
   tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);

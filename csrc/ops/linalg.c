@@ -62,18 +62,6 @@ static tt_val bcast_dim(tt_builder *b, tt_val v, int ndim, const int64_t *dims, 
   return tt_b_broadcast_in_dim(b, v, ndim, dims, map);
 }
 
-/* Region of a binary reduction body on 0-d values of dt. */
-static void body_region(char *buf, size_t size, tt_dtype dt, const char *op, const char *pfx) {
-  char ty[64];
-  tt_shape sc = tt_shape_scalar(dt);
-  tt_shape_print(&sc, ty, sizeof ty);
-  snprintf(buf, size,
-           "    ^bb0(%%%sa: %s, %%%sb: %s):\n"
-           "      %%%sr = \"stablehlo.%s\"(%%%sa, %%%sb) : (%s, %s) -> %s\n"
-           "      \"stablehlo.return\"(%%%sr) : (%s) -> ()",
-           pfx, ty, pfx, ty, pfx, op, pfx, pfx, ty, ty, ty, pfx, ty);
-}
-
 /* reduce_window "add" over x with window win, strides st and edge padding
  * (lo, hi >= 0) on every dim. */
 static tt_val window_sum(tt_builder *b, tt_val x, const int64_t *win, const int64_t *st,
@@ -82,7 +70,7 @@ static tt_val window_sum(tt_builder *b, tt_val x, const int64_t *win, const int6
   int n = in.ndim;
   for (int i = 0; i < n; i++) out.dims[i] = (in.dims[i] + lo[i] + hi[i] - win[i]) / st[i] + 1;
   char region[600], attrs[700], w[160], s[160], pad[300];
-  body_region(region, sizeof region, in.dtype, "add", "ws");
+  tt_b_region_binary(region, sizeof region, in.dtype, "add");
   tt_fmt_i64_array(w, sizeof w, win, n);
   tt_fmt_i64_array(s, sizeof s, st, n);
   size_t off = (size_t)snprintf(pad, sizeof pad, "dense<[");
@@ -769,7 +757,7 @@ static tt_error *lower_max_pool2d_backward(tt_lower_ctx *c) {
   tt_val upd = tt_b_reshape(b, g, 1, &nout);
   tt_val base = tt_b_full(b, tt_shape_make(acc, 1, &total), 0);
   char region[600];
-  body_region(region, sizeof region, acc, "add", "sc");
+  tt_b_region_binary(region, sizeof region, acc, "add");
   const char *attrs =
       "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
       "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "

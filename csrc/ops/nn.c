@@ -454,14 +454,8 @@ static tt_val scatter_add_rows(tt_builder *b, tt_val idx, tt_val upd, int64_t ro
   int64_t k1[2] = {K, 1}, od[2] = {rows, D};
   idx = tt_b_reshape(b, tt_b_convert(b, idx, TT_I64), 2, k1);
   tt_val zeros = tt_b_full(b, tt_shape_make(us.dtype, 2, od), 0);
-  char ty[64], region[512];
-  tt_shape sc = tt_shape_scalar(us.dtype);
-  tt_shape_print(&sc, ty, sizeof ty);
-  snprintf(region, sizeof region,
-           "    ^bb0(%%sa: %s, %%sb: %s):\n"
-           "      %%ss = \"stablehlo.add\"(%%sa, %%sb) : (%s, %s) -> %s\n"
-           "      \"stablehlo.return\"(%%ss) : (%s) -> ()",
-           ty, ty, ty, ty, ty, ty);
+  char region[512];
+  tt_b_region_binary(region, sizeof region, us.dtype, "add");
   const char *attrs =
       "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], "
       "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, "

@@ -491,7 +491,7 @@ static tt_val scan(tt_builder *b, tt_val x, int dim, const char *op) {
     return x;
   }
   int64_t win[TT_MAX_DIMS], str[TT_MAX_DIMS];
-  char pad[400], w[200], st[200], ty[64], region[512], attrs[1000];
+  char pad[400], w[200], st[200], region[512], attrs[1000];
   size_t off = (size_t)snprintf(pad, sizeof pad, "dense<[");
   for (int i = 0; i < s.ndim; i++) {
     win[i] = i == dim ? n : 1;
@@ -503,13 +503,7 @@ static tt_val scan(tt_builder *b, tt_val x, int dim, const char *op) {
   tt_fmt_i64_array(w, sizeof w, win, s.ndim);
   tt_fmt_i64_array(st, sizeof st, str, s.ndim);
   snprintf(attrs, sizeof attrs, "window_dimensions = %s, window_strides = %s, padding = %s", w, st, pad);
-  tt_shape sc = tt_shape_scalar(s.dtype);
-  tt_shape_print(&sc, ty, sizeof ty);
-  snprintf(region, sizeof region,
-           "    ^bb0(%%wa: %s, %%wb: %s):\n"
-           "      %%wr = \"stablehlo.%s\"(%%wa, %%wb) : (%s, %s) -> %s\n"
-           "      \"stablehlo.return\"(%%wr) : (%s) -> ()",
-           ty, ty, op, ty, ty, ty, ty);
+  tt_b_region_binary(region, sizeof region, s.dtype, op);
   tt_val ins[2] = {x, tt_b_constant(b, s.dtype, ident)}, res;
   tt_b_op_multi(b, "stablehlo.reduce_window", ins, 2, attrs, region, &s, 1, &res);
   return res;

@@ -469,6 +469,22 @@ tt_val tt_b_pad(tt_builder *b, tt_val x, tt_val pad_value, const int64_t *low,
   return tt_b_op(b, "stablehlo.pad", ins, 2, attrs, out);
 }
 
+void tt_b_region_binary(char *buf, size_t size, tt_dtype dt, const char *op) {
+  char ty[64];
+  tt_shape sc = tt_shape_scalar(dt);
+  tt_shape_print(&sc, ty, sizeof ty);
+  if (!op) {
+    snprintf(buf, size, "    ^bb0(%%lhs: %s, %%rhs: %s):\n      \"stablehlo.return\"(%%rhs) : (%s) -> ()",
+             ty, ty, ty);
+    return;
+  }
+  snprintf(buf, size,
+           "    ^bb0(%%lhs: %s, %%rhs: %s):\n"
+           "      %%res = \"stablehlo.%s\"(%%lhs, %%rhs) : (%s, %s) -> %s\n"
+           "      \"stablehlo.return\"(%%res) : (%s) -> ()",
+           ty, ty, op, ty, ty, ty, ty);
+}
+
 tt_val tt_b_reduce(tt_builder *b, tt_val x, tt_val init, const int64_t *dims, int n_dims,
                    const char *body_op) {
   if (!valid(b, x) || !valid(b, init)) return TT_INVALID;
@@ -481,14 +497,8 @@ tt_val tt_b_reduce(tt_builder *b, tt_val x, tt_val init, const int64_t *dims, in
     if (!reduced) out.dims[out.ndim++] = in.dims[i];
   }
   if (n_dims == 0) return x;
-  char ty[64], region[512], attrs[200], list[160];
-  tt_shape sc = tt_shape_scalar(in.dtype);
-  tt_shape_print(&sc, ty, sizeof ty);
-  snprintf(region, sizeof region,
-           "    ^bb0(%%ra: %s, %%rb: %s):\n"
-           "      %%rr = \"stablehlo.%s\"(%%ra, %%rb) : (%s, %s) -> %s\n"
-           "      \"stablehlo.return\"(%%rr) : (%s) -> ()",
-           ty, ty, body_op, ty, ty, ty, ty);
+  char region[512], attrs[200], list[160];
+  tt_b_region_binary(region, sizeof region, in.dtype, body_op);
   tt_fmt_i64_array(list, sizeof list, dims, n_dims);
   snprintf(attrs, sizeof attrs, "dimensions = %s", list);
   tt_val ins[2] = {x, init}, r;

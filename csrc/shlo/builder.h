@@ -103,6 +103,11 @@ tt_val tt_b_dot_general(tt_builder *b, tt_val lhs, tt_val rhs, int n_batch,
 tt_val tt_b_dynamic_slice(tt_builder *b, tt_val x, const tt_val *starts, const int64_t *sizes);
 tt_val tt_b_dynamic_update_slice(tt_builder *b, tt_val x, tt_val update, const tt_val *starts);
 
+/* Writes the region of a binary combiner on 0-d values of dt (for reduce,
+ * reduce_window, scatter): op "add", "maximum", ...; NULL returns the new
+ * value (a scatter that replaces). */
+void tt_b_region_binary(char *buf, size_t size, tt_dtype dt, const char *op);
+
 /* Formats "array<i64: 1, 2>" / "[1, 2]" lists into buf. */
 void tt_fmt_i64_array(char *buf, size_t size, const int64_t *v, int n);  /* array<i64: ...> */
 void tt_fmt_i64_list(char *buf, size_t size, const int64_t *v, int n);   /* [1, 2] */

@@ -29,45 +29,39 @@ c10::DeviceIndex target_index(std::optional<c10::Device> device) {
 
 void check_dtype(at::ScalarType t) { (void)to_core_dtype(t); }
 
-at::Tensor tpu_empty(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
-                     std::optional<at::Layout> layout, std::optional<c10::Device> device,
-                     std::optional<bool>, std::optional<c10::MemoryFormat> memory_format) {
+// Makes `device` current for an allocation, restoring the previous one.
+struct CurrentDeviceScope {
+  c10::DeviceIndex saved;
+  explicit CurrentDeviceScope(std::optional<c10::Device> device) : saved(current_device()) {
+    set_current_device(target_index(device));
+  }
+  ~CurrentDeviceScope() { set_current_device(saved); }
+};
+
+at::ScalarType checked_dtype(std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout) {
   TORCH_CHECK(!layout || *layout == at::kStrided, "torch_tpu supports only strided tensors");
   at::ScalarType dt = dtype.value_or(at::get_default_dtype_as_scalartype());
   check_dtype(dt);
-  c10::DeviceIndex saved = current_device();
-  set_current_device(target_index(device));
-  at::Tensor t;
-  try {
-    t = at::detail::empty_generic(size, tpu_allocator(),
-                                  c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt,
-                                  memory_format);
-  } catch (...) {
-    set_current_device(saved);
-    throw;
-  }
-  set_current_device(saved);
-  return t;
+  return dt;
+}
+
+at::Tensor tpu_empty(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                     std::optional<at::Layout> layout, std::optional<c10::Device> device,
+                     std::optional<bool>, std::optional<c10::MemoryFormat> memory_format) {
+  at::ScalarType dt = checked_dtype(dtype, layout);
+  CurrentDeviceScope scope(device);
+  return at::detail::empty_generic(size, tpu_allocator(),
+                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt,
+                                   memory_format);
 }
 
 at::Tensor tpu_empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                              std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
                              std::optional<c10::Device> device, std::optional<bool>) {
-  TORCH_CHECK(!layout || *layout == at::kStrided, "torch_tpu supports only strided tensors");
-  at::ScalarType dt = dtype.value_or(at::get_default_dtype_as_scalartype());
-  check_dtype(dt);
-  c10::DeviceIndex saved = current_device();
-  set_current_device(target_index(device));
-  at::Tensor t;
-  try {
-    t = at::detail::empty_strided_generic(size, stride, tpu_allocator(),
-                                          c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt);
-  } catch (...) {
-    set_current_device(saved);
-    throw;
-  }
-  set_current_device(saved);
-  return t;
+  at::ScalarType dt = checked_dtype(dtype, layout);
+  CurrentDeviceScope scope(device);
+  return at::detail::empty_strided_generic(size, stride, tpu_allocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt);
 }
 
 bool covers_storage(const at::Tensor& t) {
