@@ -75,12 +75,18 @@ test-c: build
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
 
-test: test-c test-python
+# Builds with two jobs, then runs the suites one after the other.
+test:
+	$(MAKE) -j2 build
+	$(MAKE) test-c
+	$(MAKE) test-python
 
-demo: build
+demo:
+	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) examples/train_char_gpt.py
 
-bench: build
+bench:
+	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
 
 clean:
