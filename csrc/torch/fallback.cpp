@@ -254,6 +254,7 @@ struct OpInfo {
   bool tensor_returns;   // every return is a Tensor or Tensor[]
   bool aliasing;         // returns are the mutated arguments
   bool allow_upload;     // CPU tensor arguments may be moved to the device
+  std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
 const OpInfo& op_info(const c10::OperatorHandle& op) {
@@ -267,6 +268,19 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   info.returns_views = returns_views(schema);
   info.tensor_returns = returns_are_tensors(schema);
   info.aliasing = returns_alias_written(schema);
+  if (info.aliasing) {
+    // Match each return to the argument in its alias set: out= schemas may
+    // mutate other arguments first (running stats before `out`).
+    for (const auto& r : schema.returns()) {
+      for (size_t i = 0; i < schema.arguments().size(); i++) {
+        const auto* a = schema.arguments()[i].alias_info();
+        if (a && a->isWrite() && a->beforeSets() == r.alias_info()->beforeSets()) {
+          info.return_args.push_back(i);
+          break;
+        }
+      }
+    }
+  }
   const std::string& nm = info.name;
   info.allow_upload = nm.rfind("index", 0) == 0 || nm.rfind("_index_put", 0) == 0 ||
                       nm.rfind("_foreach", 0) == 0 || nm.rfind("_fused", 0) == 0;
@@ -327,9 +341,7 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // Build the returns.
   std::vector<c10::IValue> returns;
   if (aliasing) {
-    size_t k = 0;
-    for (size_t i = 0; i < n && returns.size() < schema.returns().size(); i++)
-      if (args[i].written) returns.push_back((*stack)[args_begin + i]), k++;
+    for (size_t i : info.return_args) returns.push_back((*stack)[args_begin + i]);
   } else {
     int next = 0;
     std::vector<at::Tensor> made;

@@ -42,6 +42,12 @@ at::ScalarType checked_dtype(std::optional<at::ScalarType> dtype, std::optional<
   TORCH_CHECK(!layout || *layout == at::kStrided, "torch_tpu supports only strided tensors");
   at::ScalarType dt = dtype.value_or(at::get_default_dtype_as_scalartype());
   check_dtype(dt);
+  if (dt == at::kDouble) {
+    // TPUs have no float64; the CPU and GPU plugins do.
+    ensure_initialized();
+    TORCH_CHECK_TYPE(std::string(tt_runtime_platform_name(tt_core_runtime())) != "tpu",
+                     "float64 tensors are not supported on this TPU; use float32");
+  }
   return dt;
 }
 
