@@ -36,5 +36,10 @@ def _let_autograd_threads_settle():
 
 atexit.register(_let_autograd_threads_settle)
 from ._stats import cache_stats, reset_cache_stats  # noqa: E402,F401
+from .modes import eager_mode, get_eager_mode, set_eager_mode  # noqa: E402,F401
+from . import modes as _modes  # noqa: E402
 
-__all__ = ["cache_stats", "reset_cache_stats", "debug"]
+_modes._init_from_environment()
+
+__all__ = ["cache_stats", "reset_cache_stats", "debug", "set_eager_mode", "get_eager_mode",
+           "eager_mode"]

@@ -11,6 +11,41 @@
 #include "graph/storage.h"
 
 static _Atomic int optimization_level = 1;
+static _Atomic bool synchronous;
+static _Atomic int log_compiles = -1; /* -1: not yet read from the environment */
+
+void tt_set_synchronous(bool on) { atomic_store(&synchronous, on); }
+bool tt_get_synchronous(void) { return atomic_load(&synchronous); }
+void tt_set_log_compiles(bool on) { atomic_store(&log_compiles, on); }
+
+static bool should_log_compiles(void) {
+  int v = atomic_load(&log_compiles);
+  if (v < 0) {
+    const char *env = getenv("TORCH_TPU_LOG_COMPILES");
+    v = env && *env && strcmp(env, "0") != 0;
+    atomic_store(&log_compiles, v);
+  }
+  return v > 0;
+}
+
+/* One line per compile: the op and the tensor signature that caused it. */
+static void log_compile(const char *op_name, const tt_arg *args, int nargs, double seconds) {
+  char line[1024];
+  size_t off = (size_t)snprintf(line, sizeof line, "torch_tpu: compiled %s (", op_name);
+  for (int i = 0; i < nargs && off < sizeof line; i++) {
+    const tt_arg *a = &args[i];
+    if (a->kind != TT_ARG_TENSOR) continue;
+    const tt_tensor_ref *r = a->u.tensor;
+    off += (size_t)snprintf(line + off, sizeof line - off, "%s%s[", off > 30 ? ", " : "",
+                            tt_dtype_name(r->dtype));
+    for (int d = 0; d < r->ndim && off < sizeof line; d++)
+      off += (size_t)snprintf(line + off, sizeof line - off, d ? ",%lld" : "%lld",
+                              (long long)r->sizes[d]);
+    if (off < sizeof line) off += (size_t)snprintf(line + off, sizeof line - off, "]");
+  }
+  if (off < sizeof line) snprintf(line + off, sizeof line - off, ") in %.1f ms", seconds * 1e3);
+  fprintf(stderr, "%s\n", line);
+}
 static _Atomic uint64_t n_run, n_declined, n_missing;
 
 void tt_set_optimization_level(int level) { atomic_store(&optimization_level, level); }
@@ -181,6 +216,7 @@ static tt_error *compile_program(const char *op_name, tt_lower_fn fn, tt_arg *ar
     return tt_error_wrap(err, "compiling %s: ", op_name);
   }
   p->compile_seconds = now_seconds() - t0;
+  if (should_log_compiles()) log_compile(op_name, args, nargs, p->compile_seconds);
   *out = p;
   return NULL;
 }
@@ -346,6 +382,13 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
   }
   err = launch(p, args, device, res);
   if (!err) atomic_fetch_add(&n_run, 1);
+  if (!err && atomic_load(&synchronous)) {
+    err = tt_runtime_synchronize(tt_core_runtime());
+    if (err) {
+      tt_op_result_clear(res);
+      err = tt_error_wrap(err, "%s failed on the device: ", op_name);
+    }
+  }
   return err;
 }
 

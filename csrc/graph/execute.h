@@ -30,6 +30,15 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
                     int device, tt_op_result *res);
 void tt_op_result_clear(tt_op_result *res);
 
+/* Debug eager: when set, every launch waits for its results before
+ * returning, so an asynchronous failure surfaces at the op that caused it. */
+void tt_set_synchronous(bool on);
+bool tt_get_synchronous(void);
+
+/* When set (TORCH_TPU_LOG_COMPILES=1 or torch_tpu's debug mode), every
+ * compile is logged to stderr with the op and its argument signature. */
+void tt_set_log_compiles(bool on);
+
 /* Compiles every program at this optimization level (recorded in keys). */
 void tt_set_optimization_level(int level);
 

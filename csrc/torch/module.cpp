@@ -86,6 +86,9 @@ PYBIND11_MODULE(_C, m) {
     return names;
   });
   m.def("_set_optimization_level", [](int level) { tt_set_optimization_level(level); });
+  m.def("_set_synchronous", [](bool on) { tt_set_synchronous(on); });
+  m.def("_get_synchronous", []() { return tt_get_synchronous(); });
+  m.def("_set_log_compiles", [](bool on) { tt_set_log_compiles(on); });
   m.def("_compile_stablehlo", [](const std::string& text) {
     // Debugging aid: compiles raw StableHLO text, raising the plugin's error.
     ensure_initialized();
