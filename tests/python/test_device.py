@@ -58,3 +58,31 @@ def test_save_and_load(tmp_path):
     on_tpu = torch.load(path)
     assert on_tpu["w"].device.type == "tpu"
     assert torch.equal(on_tpu["w"].cpu(), sd["w"].cpu())
+
+
+def test_two_devices_in_a_subprocess():
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import torch, torch_tpu\n"
+            "assert torch.tpu.device_count() == 2\n"
+            "a = torch.randn(3, 4)\n"
+            "x = a.to('tpu:1')\n"
+            "y = (x * 2 + 1).sum(0)\n"
+            "assert y.device == torch.device('tpu', 1)\n"
+            "assert torch.allclose(y.cpu(), (a * 2 + 1).sum(0))\n"
+            "z = x.to('tpu:0')\n"
+            "assert z.device == torch.device('tpu', 0) and torch.equal(z.cpu(), a)\n"
+            "with torch.tpu.device(1):\n"
+            "    assert torch.ones(2, device='tpu').device.index == 1\n"
+            "try:\n"
+            "    x + z\n"
+            "    raise SystemExit('mixing devices did not raise')\n"
+            "except RuntimeError as e:\n"
+            "    assert 'same device' in str(e)\n"
+            "print('OK')\n")
+    env = dict(os.environ, TORCH_TPU_NUM_DEVICES="2", PYTHONPATH=repo)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-2000:]
