@@ -1370,6 +1370,44 @@ static tt_error *lower_histc(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* ------------------------------------------------------------ unfold_backward */
+
+/* unfold_backward(grad_in, input_sizes, dim, size, step): the gradient of
+ * Tensor.unfold: window w, element j adds into input[.., w*step + j, ..]. */
+static tt_error *lower_unfold_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0);
+  if (!g || !g->storage) return tt_lc_decline(c, "CPU grad");
+  int64_t in[TT_MAX_DIMS];
+  int nd = tt_lc_int_list(c, 1, in, TT_MAX_DIMS);
+  if (nd < 0 || nd > TT_MAX_DIMS - 1 || g->ndim != (nd > 0 ? nd : 1) + 1) return tt_lc_decline(c, "unexpected ranks");
+  if (nd == 0) return tt_lc_decline(c, "0-dim input");
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 2, 0), nd);
+  if (dim < 0) return NULL;
+  int64_t size = tt_lc_int(c, 3, 1), step = tt_lc_int(c, 4, 1);
+  if (size < 0 || step <= 0) return tt_lc_decline(c, "bad size/step");
+  int64_t w = g->sizes[dim];
+  for (int k = 0; k < nd; k++)
+    if (k != dim && g->sizes[k] != in[k]) return tt_lc_decline(c, "grad shape mismatch");
+  if (g->sizes[nd] != size || (w > 0 && (w - 1) * step + size > in[dim]))
+    return tt_lc_decline(c, "grad shape mismatch");
+  tt_shape os = shape_of(g->dtype, nd, in);
+  tt_val zeros = tt_b_full(b, os, 0);
+  if (numel_of(g->ndim, g->sizes) == 0 || tt_shape_numel(&os) == 0) {
+    tt_lc_output(c, zeros);
+    return NULL;
+  }
+  int64_t ws[3] = {w, size, 1};
+  tt_shape is = shape_of(TT_I64, 3, ws);
+  tt_val pos = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)step)),
+                           tt_b_iota(b, is, 1));
+  int64_t win[TT_MAX_DIMS];
+  int n_win = window_dims_except(nd, dim, win);
+  tt_lc_output(c, emit_scatter(b, zeros, pos, tt_lc_tensor(c, 0), win, n_win, &dim, 1, &dim, 1, 2,
+                               g->dtype == TT_BOOL ? "or" : "add"));
+  return NULL;
+}
+
 TT_LOWERINGS(indexing) = {
     {lower_cat, {"cat", "cat.out"}},
     {lower_index_select, {"index_select", "index_select.out"}},
@@ -1408,5 +1446,6 @@ TT_LOWERINGS(indexing) = {
                           "searchsorted.Scalar_out"}},
     {lower_bucketize, {"bucketize.Tensor", "bucketize.Tensor_out", "bucketize.Scalar", "bucketize.Scalar_out"}},
     {lower_histc, {"histc", "histc.out"}},
+    {lower_unfold_backward, {"unfold_backward", "unfold_backward.out"}},
     {NULL, {NULL}},
 };

@@ -129,3 +129,19 @@ def test_histc(dtype):
 def test_histc_data_range():
     check(lambda a: torch.histc(a, bins=5), torch.randn(20))
     check(lambda a: torch.histc(a, bins=3), torch.full((4,), 2.0))
+
+
+def test_unfold_backward():
+    check(lambda x: x.unfold(1, 3, 2), torch.randn(2, 9, 2), grad=True)
+    check(lambda x: x.unfold(0, 2, 3), torch.randn(8), grad=True)
+
+
+@pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices])
+def test_tri_indices(fn):
+    torch_tpu.debug.reset_fallback_report()
+    for row, col, off in [(4, 3, 0), (3, 5, -1), (5, 5, 2), (30, 20, -3)]:
+        expected = fn(row, col, off)
+        actual = fn(row, col, off, device="tpu")
+        assert actual.device.type == "tpu"
+        assert torch.equal(actual.cpu(), expected)
+    assert not torch_tpu.debug.fallback_report()
