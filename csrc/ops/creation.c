@@ -517,6 +517,100 @@ static tt_error *lower_exponential(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* ------------------------------------------------------------ tril_indices / triu_indices */
+
+/* Number of (r, c), 0 <= r < row, 0 <= c < col, with c - r <= offset. */
+static int64_t tril_count(int64_t row, int64_t col, int64_t offset) {
+  int64_t n = 0;
+  for (int64_t r = 0; r < row; r++) {
+    int64_t k = r + offset + 1;
+    n += k < 0 ? 0 : (k > col ? col : k);
+  }
+  return n;
+}
+
+/* Row and column of the k-th (row-major) element of the tril pattern, for
+ * an i64 [N] tensor k: rows first grow by one element (a triangle, solved
+ * with a square root then corrected by +-1 exactly), then hold col. */
+static void tril_coords(tt_builder *b, tt_val k, int64_t n, int64_t row, int64_t col, int64_t offset,
+                        tt_val *r_out, tt_val *c_out) {
+  tt_shape is = tt_shape_make(TT_I64, 1, &n), fs = tt_shape_make(TT_F64, 1, &n);
+  int64_t r0 = offset < 0 ? -offset : 0;
+  int64_t a = r0 + offset + 1 < col ? r0 + offset + 1 : col; /* elements in row r0 */
+  int64_t r1 = col - offset - 1 < row ? col - offset - 1 : row;
+  int64_t t_rows = r1 - r0 > 0 ? r1 - r0 : 0; /* triangle rows */
+  int64_t k1 = t_rows * a + t_rows * (t_rows - 1) / 2;
+#define FULL(v) tt_b_full(b, is, (double)(v))
+  /* triangle: S(t) = t*a + t(t-1)/2 <= k < S(t+1) */
+  double A = 2.0 * (double)a - 1.0;
+  tt_val kd = tt_b_convert(b, k, TT_F64);
+  tt_val disc = tt_b_binary(b, "add", tt_b_full(b, fs, A * A), tt_b_binary(b, "multiply", tt_b_full(b, fs, 8.0), kd));
+  tt_val tf = tt_b_binary(b, "multiply", tt_b_binary(b, "subtract", tt_b_unary(b, "sqrt", disc), tt_b_full(b, fs, A)),
+                          tt_b_full(b, fs, 0.5));
+  tt_val t = tt_b_convert(b, tt_b_unary(b, "floor", tf), TT_I64);
+  for (int pass = 0; pass < 2; pass++) {
+    /* S(t) = t*a + t*(t-1)/2 */
+    tt_val s = tt_b_binary(b, "add", tt_b_binary(b, "multiply", t, FULL(a)),
+                           tt_b_binary(b, "divide", tt_b_binary(b, "multiply", t, tt_b_binary(b, "subtract", t, FULL(1))), FULL(2)));
+    tt_val s1 = tt_b_binary(b, "add", s, tt_b_binary(b, "add", t, FULL(a)));
+    t = tt_b_select(b, tt_b_compare(b, "GT", s, k), tt_b_binary(b, "subtract", t, FULL(1)),
+                    tt_b_select(b, tt_b_compare(b, "LE", s1, k), tt_b_binary(b, "add", t, FULL(1)), t));
+  }
+  t = tt_b_op(b, "stablehlo.clamp", (tt_val[]){FULL(0), t, FULL(t_rows > 0 ? t_rows - 1 : 0)}, 3, NULL, is);
+  tt_val st = tt_b_binary(b, "add", tt_b_binary(b, "multiply", t, FULL(a)),
+                          tt_b_binary(b, "divide", tt_b_binary(b, "multiply", t, tt_b_binary(b, "subtract", t, FULL(1))), FULL(2)));
+  tt_val r_tri = tt_b_binary(b, "add", t, FULL(r0)), c_tri = tt_b_binary(b, "subtract", k, st);
+  /* rectangle: full rows from r0 + t_rows */
+  tt_val kk = tt_b_binary(b, "subtract", k, FULL(k1));
+  kk = tt_b_select(b, tt_b_compare(b, "LT", kk, FULL(0)), FULL(0), kk);
+  tt_val r_rec = tt_b_binary(b, "add", tt_b_binary(b, "divide", kk, FULL(col)), FULL(r0 + t_rows));
+  tt_val c_rec = tt_b_binary(b, "remainder", kk, FULL(col));
+  tt_val in_tri = tt_b_compare(b, "LT", k, FULL(k1));
+  *r_out = tt_b_select(b, in_tri, r_tri, r_rec);
+  *c_out = tt_b_select(b, in_tri, c_tri, c_rec);
+#undef FULL
+}
+
+/* tril_indices(row, col, offset, dtype...) / triu_indices / their .out:
+ * a [2, N] tensor of coordinates in row-major order. triu is tril of the
+ * grid reflected through its center, read backwards. */
+static tt_error *lower_tri_indices(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  bool upper = strncmp(tt_lc_op_name(c), "triu", 4) == 0;
+  bool out_form = strstr(tt_lc_op_name(c), ".out") != NULL;
+  int64_t row = tt_lc_int(c, 0, 0), col = tt_lc_int(c, 1, 0), offset = tt_lc_int(c, 2, 0);
+  if (row < 0 || col < 0) return tt_lc_decline(c, "negative size (torch raises)");
+  tt_dtype dt = TT_I64;
+  if (out_form) {
+    const tt_tensor_ref *o = tt_lc_ref(c, 3);
+    if (!o) return tt_lc_decline(c, "out is not a tensor");
+    dt = o->dtype;
+  } else {
+    dt = tt_lc_dtype(c, 3, TT_I64);
+  }
+  if (dt != TT_I64 && dt != TT_I32) return tt_lc_decline(c, "dtype %s", tt_dtype_name(dt));
+  int64_t off = upper ? col - row - offset : offset;
+  int64_t n = tril_count(row, col, off);
+  int64_t od[2] = {2, n};
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, 2, od), 0));
+    return NULL;
+  }
+  tt_shape is = tt_shape_make(TT_I64, 1, &n);
+  tt_val k = tt_b_iota(b, is, 0);
+  if (upper) k = tt_b_binary(b, "subtract", tt_b_full(b, is, (double)(n - 1)), k);
+  tt_val r, cc;
+  tril_coords(b, k, n, row, col, off, &r, &cc);
+  if (upper) {
+    r = tt_b_binary(b, "subtract", tt_b_full(b, is, (double)(row - 1)), r);
+    cc = tt_b_binary(b, "subtract", tt_b_full(b, is, (double)(col - 1)), cc);
+  }
+  int64_t d1[2] = {1, n};
+  tt_val parts[2] = {tt_b_reshape(b, r, 2, d1), tt_b_reshape(b, cc, 2, d1)};
+  tt_lc_output(c, tt_b_convert(b, tt_b_concat(b, parts, 2, 0), dt));
+  return NULL;
+}
+
 TT_LOWERINGS(creation) = {
     {lower_copy, {"copy_", "copy", "copy.out"}},
     {lower_fill, {"fill_.Scalar", "fill_.Tensor", "fill.Scalar", "fill.Tensor"}},
@@ -532,5 +626,6 @@ TT_LOWERINGS(creation) = {
     {lower_bernoulli_tensor, {"bernoulli_.Tensor", "bernoulli"}},
     {lower_random, {"random_", "random_.from", "random_.to", "random", "random.from", "random.to"}},
     {lower_exponential, {"exponential_", "exponential"}},
+    {lower_tri_indices, {"tril_indices", "tril_indices.out", "triu_indices", "triu_indices.out"}},
     {NULL, {NULL}},
 };

@@ -11,6 +11,7 @@
  * index_put); index_select/gather/scatter/index_add reject negative indices
  * in PyTorch and clamp here. Tests only use valid indices. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -267,8 +268,10 @@ static tt_error *lower_gather(tt_lower_ctx *c) {
   const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2);
   if (!self || !index || !self->storage || !index->storage || self->ndim == 0)
     return tt_lc_decline(c, "0-dim or CPU operands");
-  if (index->dtype != TT_I64)
-    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "gather(): Expected dtype int64 for index");
+  if (!is_index_dtype(index->dtype)) {
+    if (numel_of(index->ndim, index->sizes) == 0) return tt_lc_decline(c, "empty index of another dtype");
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "gather(): Expected dtype int32/int64 for index");
+  }
   int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), self->ndim);
   if (dim < 0) return NULL;
   if (index->ndim != self->ndim)
@@ -297,8 +300,10 @@ static tt_error *scatter_common(tt_lower_ctx *c, const char *combine) {
   const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2);
   if (!self || !index || !self->storage || !index->storage || self->ndim == 0)
     return tt_lc_decline(c, "0-dim or CPU operands");
-  if (index->dtype != TT_I64)
-    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "scatter(): Expected dtype int64 for index");
+  if (!is_index_dtype(index->dtype)) {
+    if (numel_of(index->ndim, index->sizes) == 0) return tt_lc_decline(c, "empty index of another dtype");
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "scatter(): Expected dtype int32/int64 for index");
+  }
   int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), self->ndim);
   if (dim < 0) return NULL;
   if (index->ndim != self->ndim)
@@ -907,20 +912,500 @@ static tt_error *lower_masked_scatter(tt_lower_ctx *c) {
   return NULL;
 }
 
+static const char *reduce_combiner(const char *reduce);
+static tt_error *scatter_reduce_general(tt_lower_ctx *c, const char *reduce, bool include_self);
+
 /* scatter_reduce.two(self, dim, index, src, reduce, include_self): sum, prod,
- * amax, amin with include_self=True; mean and include_self=False decline. */
+ * amax, amin with include_self=True here; mean and include_self=False in
+ * scatter_reduce_general. */
 static tt_error *lower_scatter_reduce_two(tt_lower_ctx *c) {
   const char *reduce = tt_lc_string(c, 4, "");
-  if (!tt_lc_bool(c, 5, true)) return tt_lc_decline(c, "include_self=False");
+  bool include_self = tt_lc_bool(c, 5, true);
+  if (reduce_combiner(reduce) && (!include_self || strcmp(reduce, "mean") == 0))
+    return scatter_reduce_general(c, reduce, include_self);
   const tt_tensor_ref *src = tt_lc_ref(c, 3);
   if (!src || !src->storage) return tt_lc_decline(c, "CPU src");
   if (strcmp(reduce, "sum") == 0) return scatter_common(c, "add");
   if (strcmp(reduce, "prod") == 0) return scatter_common(c, "multiply");
   if (strcmp(reduce, "amax") == 0) return scatter_common(c, "maximum");
   if (strcmp(reduce, "amin") == 0) return scatter_common(c, "minimum");
-  if (strcmp(reduce, "mean") == 0) return tt_lc_decline(c, "reduce='mean'");
   return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                     "reduce argument must be either sum, prod, mean, amax or amin, got %s", reduce);
+}
+
+/* ------------------------------------------------------------ long tail: shared pieces */
+
+/* Identity of a scatter/index reduction ("sum"/"mean" 0, "prod" 1, "amax"
+ * lowest, "amin" highest) as a 0-d value of dt. */
+static tt_val reduce_identity(tt_builder *b, const char *reduce, tt_dtype dt) {
+  bool is_max = strcmp(reduce, "amax") == 0, is_min = strcmp(reduce, "amin") == 0;
+  if (strcmp(reduce, "prod") == 0) return tt_b_constant(b, dt, 1);
+  if (dt == TT_I64 && (is_max || is_min)) /* exact limits (a double cannot hold INT64_MAX) */
+    return tt_b_constant_int(b, dt, is_max ? INT64_MIN : INT64_MAX);
+  if (is_max) return tt_b_constant(b, dt, tt_dtype_lowest(dt));
+  if (is_min) return tt_b_constant(b, dt, tt_dtype_highest(dt));
+  return tt_b_constant(b, dt, 0);
+}
+
+/* The stablehlo combiner of a reduction name; NULL if unknown. */
+static const char *reduce_combiner(const char *reduce) {
+  if (strcmp(reduce, "sum") == 0 || strcmp(reduce, "mean") == 0) return "add";
+  if (strcmp(reduce, "prod") == 0) return "multiply";
+  if (strcmp(reduce, "amax") == 0) return "maximum";
+  if (strcmp(reduce, "amin") == 0) return "minimum";
+  return NULL;
+}
+
+/* sum / count for the "mean" reductions: true division for floating
+ * dtypes, floor division (counts are positive) for integers, like torch. */
+static tt_val divide_by_counts(tt_builder *b, tt_val sum, tt_val counts) {
+  tt_shape s = tt_b_shape(b, sum);
+  tt_val zero = tt_b_full(b, tt_shape_make(s.dtype, s.ndim, s.dims), 0);
+  counts = tt_b_select(b, tt_b_compare(b, "EQ", counts, zero), tt_b_full(b, s, 1), counts);
+  tt_val q = tt_b_binary(b, "divide", sum, counts);
+  if (tt_dtype_is_floating(s.dtype)) return q;
+  tt_val r = tt_b_binary(b, "remainder", sum, counts);
+  tt_val adj = tt_b_binary(b, "and", tt_b_compare(b, "NE", r, zero), tt_b_compare(b, "LT", sum, zero));
+  return tt_b_select(b, adj, tt_b_binary(b, "subtract", q, tt_b_full(b, s, 1)), q);
+}
+
+/* A bool [size] mask, true at the positions listed in idx (i64 [n, 1];
+ * out-of-range positions are dropped). */
+static tt_val positions_mask(tt_builder *b, tt_val idx, int64_t size) {
+  int64_t n = tt_b_shape(b, idx).dims[0], zero = 0;
+  tt_val base = tt_b_full(b, shape_of(TT_BOOL, 1, &size), 0);
+  tt_val ones = tt_b_full(b, shape_of(TT_BOOL, 1, &n), 1);
+  return emit_scatter(b, base, idx, ones, NULL, 0, &zero, 1, &zero, 1, 1, NULL);
+}
+
+/* ------------------------------------------------------------ scatter_reduce (general) */
+
+/* scatter_reduce.two for reduce="mean" or include_self=False (torch: fill the
+ * scattered-to positions with the identity first; mean divides by the
+ * number of contributions, self included, counting empty slots as 1). */
+static tt_error *scatter_reduce_general(tt_lower_ctx *c, const char *reduce, bool include_self) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2), *src = tt_lc_ref(c, 3);
+  if (!self || !index || !src || !self->storage || !index->storage || !src->storage || self->ndim == 0)
+    return tt_lc_decline(c, "0-dim or CPU operands");
+  if (!is_index_dtype(index->dtype)) return tt_lc_decline(c, "index dtype (torch raises)");
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), self->ndim);
+  if (dim < 0) return NULL;
+  tt_dtype dt = self->dtype;
+  if (dt == TT_BOOL) return tt_lc_decline(c, "reducing scatter on bool");
+  if (index->ndim != self->ndim || src->ndim != self->ndim || src->dtype != dt)
+    return tt_lc_decline(c, "rank/dtype mismatch (torch raises)");
+  for (int k = 0; k < self->ndim; k++)
+    if ((k != dim && index->sizes[k] > self->sizes[k]) || index->sizes[k] > src->sizes[k])
+      return tt_lc_decline(c, "index larger than self/src (torch raises)");
+  tt_val x = tt_lc_tensor(c, 0);
+  if (numel_of(index->ndim, index->sizes) == 0) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  int64_t zero[TT_MAX_DIMS] = {0}, all[TT_MAX_DIMS];
+  for (int k = 0; k < self->ndim; k++) all[k] = k;
+  tt_val upd = tt_b_slice(b, tt_lc_tensor(c, 3), zero, index->sizes, NULL);
+  tt_val coords = full_coords(b, tt_lc_tensor(c, 2), (int)dim);
+  tt_shape us = tt_b_shape(b, upd);
+  int n = self->ndim;
+  if (!include_self) {
+    tt_val init = tt_b_broadcast_to(b, reduce_identity(b, reduce, dt), us.ndim, us.dims);
+    x = emit_scatter(b, x, coords, init, NULL, 0, all, n, all, n, n, NULL);
+  }
+  tt_val r = emit_scatter(b, x, coords, upd, NULL, 0, all, n, all, n, n, reduce_combiner(reduce));
+  if (strcmp(reduce, "mean") == 0) {
+    tt_val cnt0 = tt_b_full(b, tt_lc_ref_shape(self), include_self ? 1 : 0);
+    tt_val cnt = emit_scatter(b, cnt0, coords, tt_b_full(b, us, 1), NULL, 0, all, n, all, n, n, "add");
+    r = divide_by_counts(b, r, cnt);
+  }
+  tt_lc_output(c, r);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ index_fill / index_copy / index_reduce */
+
+/* index (argument 2) as i64 [n, 1], negative values wrapped by size when
+ * `wrap`. */
+static tt_val index_column(tt_lower_ctx *c, int64_t n, int64_t size, bool wrap) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_val idx = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64), 1, &n);
+  if (wrap) idx = wrap_negative(b, idx, size);
+  int64_t idims[2] = {n, 1};
+  return tt_b_reshape(b, idx, 2, idims);
+}
+
+/* index_fill(self, dim, index, value): value a Scalar or a 0-dim tensor;
+ * negative indices wrap like torch. */
+static tt_error *lower_index_fill(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2);
+  if (!self || !index || !self->storage || !index->storage) return tt_lc_decline(c, "CPU operands");
+  if (index->dtype != TT_I64 || index->ndim > 1) return tt_lc_decline(c, "index dtype/rank (torch raises)");
+  const tt_arg *v = tt_lc_arg(c, 3);
+  if (v && v->kind == TT_ARG_TENSOR && v->u.tensor->ndim != 0)
+    return tt_lc_decline(c, "value tensor with dimensions (torch raises)");
+  int nd = self->ndim;
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), nd > 0 ? nd : 1);
+  if (dim < 0) return NULL;
+  tt_val x = tt_lc_tensor(c, 0);
+  int64_t n = numel_of(index->ndim, index->sizes);
+  if (n == 0 || numel_of(nd, self->sizes) == 0) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  int64_t size = nd > 0 ? self->sizes[dim] : 1;
+  tt_val mask = positions_mask(b, index_column(c, n, size, true), size);
+  if (nd == 0) mask = tt_b_reshape(b, mask, 0, NULL);
+  else mask = tt_b_broadcast_in_dim(b, mask, nd, self->sizes, &dim);
+  tt_val val = tt_b_broadcast_to(b, tt_lc_scalar(c, 3, self->dtype), nd, self->sizes);
+  tt_lc_output(c, tt_b_select(b, mask, val, x));
+  return NULL;
+}
+
+/* Checks (self, dim, index, source) of index_copy/index_reduce: same dtype
+ * and rank, source sized like self except source[dim] == numel(index).
+ * Returns the dim, or -1 with *err set (decline or failure). */
+static int64_t index_source_args(tt_lower_ctx *c, bool long_only, tt_error **err) {
+  *err = NULL;
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2), *src = tt_lc_ref(c, 3);
+  if (!self || !index || !src || !self->storage || !index->storage || !src->storage || self->ndim == 0) {
+    *err = tt_lc_decline(c, "0-dim or CPU operands");
+    return -1;
+  }
+  if ((long_only ? index->dtype != TT_I64 : !is_index_dtype(index->dtype)) || index->ndim > 1 ||
+      src->dtype != self->dtype || src->ndim != self->ndim) {
+    *err = tt_lc_decline(c, "index/source dtype or rank (torch raises)");
+    return -1;
+  }
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), self->ndim);
+  if (dim < 0) return -1;
+  int64_t n = numel_of(index->ndim, index->sizes);
+  for (int k = 0; k < self->ndim; k++)
+    if (src->sizes[k] != (k == dim ? n : self->sizes[k])) {
+      *err = tt_lc_decline(c, "source shape mismatch (torch raises)");
+      return -1;
+    }
+  return dim;
+}
+
+/* Scatters source (argument 3) into x along dim at index (argument 2). */
+static tt_val index_scatter(tt_lower_ctx *c, tt_val x, tt_val upd, tt_val idx, int64_t dim,
+                            const char *combine) {
+  tt_builder *b = tt_lc_builder(c);
+  int nd = tt_b_ndim(b, x);
+  int64_t win[TT_MAX_DIMS];
+  int n_win = window_dims_except(nd, dim, win);
+  return emit_scatter(b, x, idx, upd, win, n_win, &dim, 1, &dim, 1, 1, combine);
+}
+
+/* index_copy(self, dim, index, source): self[.., index[i], ..] = source[.., i, ..] */
+static tt_error *lower_index_copy(tt_lower_ctx *c) {
+  tt_error *err;
+  int64_t dim = index_source_args(c, true, &err);
+  if (dim < 0) return err;
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2);
+  tt_val x = tt_lc_tensor(c, 0);
+  int64_t n = numel_of(index->ndim, index->sizes);
+  if (n == 0 || numel_of(self->ndim, self->sizes) == 0) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  tt_val idx = index_column(c, n, self->sizes[dim], false);
+  tt_lc_output(c, index_scatter(c, x, tt_lc_tensor(c, 3), idx, dim, NULL));
+  return NULL;
+}
+
+/* index_reduce(self, dim, index, source, reduce, include_self): prod, mean,
+ * amax, amin; with include_self=False the indexed slots start from the
+ * identity; mean divides by the contributions (floor for integers). */
+static tt_error *lower_index_reduce(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const char *reduce = tt_lc_string(c, 4, "");
+  if (strcmp(reduce, "prod") && strcmp(reduce, "mean") && strcmp(reduce, "amax") && strcmp(reduce, "amin"))
+    return tt_lc_decline(c, "reduce='%s' (torch raises)", reduce);
+  bool include_self = tt_lc_bool(c, 5, true);
+  tt_error *err;
+  int64_t dim = index_source_args(c, false, &err);
+  if (dim < 0) return err;
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2);
+  tt_dtype dt = self->dtype;
+  if (dt == TT_BOOL) return tt_lc_decline(c, "index_reduce on bool");
+  tt_val x = tt_lc_tensor(c, 0);
+  int64_t n = numel_of(index->ndim, index->sizes);
+  if (n == 0 || numel_of(self->ndim, self->sizes) == 0) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  int64_t size = self->sizes[dim];
+  tt_val idx = index_column(c, n, size, false);
+  if (!include_self) {
+    tt_val mask = tt_b_broadcast_in_dim(b, positions_mask(b, idx, size), self->ndim, self->sizes, &dim);
+    tt_val init = tt_b_broadcast_to(b, reduce_identity(b, reduce, dt), self->ndim, self->sizes);
+    x = tt_b_select(b, mask, init, x);
+  }
+  tt_val src = tt_lc_tensor(c, 3);
+  tt_val r = index_scatter(c, x, src, idx, dim, reduce_combiner(reduce));
+  if (strcmp(reduce, "mean") == 0) {
+    tt_val cnt0 = tt_b_full(b, tt_lc_ref_shape(self), include_self ? 1 : 0);
+    tt_val cnt = index_scatter(c, cnt0, tt_b_full(b, tt_b_shape(b, src), 1), idx, dim, "add");
+    r = divide_by_counts(b, r, cnt);
+  }
+  tt_lc_output(c, r);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ take / put */
+
+/* take(self, index): self.flatten()[index], negative indices wrap. */
+static tt_error *lower_take(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 1);
+  if (!self || !index || !self->storage || !index->storage) return tt_lc_decline(c, "CPU operands");
+  if (index->dtype != TT_I64) return tt_lc_decline(c, "index dtype (torch raises)");
+  tt_shape os = shape_of(self->dtype, index->ndim, index->sizes);
+  int64_t n = numel_of(self->ndim, self->sizes), m = tt_shape_numel(&os);
+  if (m == 0) {
+    tt_lc_output(c, tt_b_full(b, os, 0));
+    return NULL;
+  }
+  if (n == 0) return tt_lc_decline(c, "take from an empty tensor (torch raises)");
+  tt_val flat = tt_b_reshape(b, tt_lc_tensor(c, 0), 1, &n);
+  int64_t idims[TT_MAX_DIMS + 1];
+  memcpy(idims, index->sizes, sizeof(int64_t) * (size_t)index->ndim);
+  idims[index->ndim] = 1;
+  tt_val idx = wrap_negative(b, tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64), n);
+  idx = tt_b_reshape(b, idx, index->ndim + 1, idims);
+  int64_t zero = 0, one = 1;
+  tt_lc_output(c, emit_gather(b, flat, idx, NULL, 0, &zero, 1, &zero, 1, index->ndim, &one, os));
+  return NULL;
+}
+
+/* put(self, index, source, accumulate): self.flatten()[index] = source
+ * (+= with accumulate), negative indices wrap. */
+static tt_error *lower_put(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 1), *src = tt_lc_ref(c, 2);
+  if (!self || !index || !src || !self->storage || !index->storage || !src->storage)
+    return tt_lc_decline(c, "CPU operands");
+  int64_t n = numel_of(self->ndim, self->sizes), m = numel_of(index->ndim, index->sizes);
+  if (index->dtype != TT_I64 || src->dtype != self->dtype || numel_of(src->ndim, src->sizes) != m)
+    return tt_lc_decline(c, "index/source dtype or size (torch raises)");
+  bool acc = tt_lc_bool(c, 3, false);
+  tt_val x = tt_lc_tensor(c, 0);
+  if (m == 0) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  if (n == 0) return tt_lc_decline(c, "put into an empty tensor (torch raises)");
+  tt_val flat = tt_b_reshape(b, x, 1, &n);
+  tt_val idx = wrap_negative(b, tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64), 1, &m), n);
+  int64_t idims[2] = {m, 1}, zero = 0;
+  idx = tt_b_reshape(b, idx, 2, idims);
+  tt_val upd = tt_b_reshape(b, tt_lc_tensor(c, 2), 1, &m);
+  const char *combine = acc ? (self->dtype == TT_BOOL ? "or" : "add") : NULL;
+  tt_val r = emit_scatter(b, flat, idx, upd, NULL, 0, &zero, 1, &zero, 1, 1, combine);
+  tt_lc_output(c, tt_b_reshape(b, r, self->ndim, self->sizes));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ searchsorted / bucketize */
+
+/* Counts, for every value, the boundaries b with !(b >= v) (left) or
+ * !(b > v) (right): binary search's result on a sorted sequence (NaN values
+ * go last, like torch). seq [..., M] is 1-D or shares values' leading dims. */
+static tt_error *sorted_search(tt_lower_ctx *c, int i_seq, int i_val, bool scalar_val, bool out_int32,
+                               bool right, int i_sorter) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *seq = tt_lc_ref(c, i_seq);
+  if (!seq || !seq->storage || seq->ndim == 0) return tt_lc_decline(c, "0-dim or CPU boundaries");
+  const tt_tensor_ref *val = scalar_val ? NULL : tt_lc_ref(c, i_val);
+  if (!scalar_val && (!val || !val->storage)) return tt_lc_decline(c, "CPU values");
+  tt_dtype ct;
+  if (scalar_val) {
+    const tt_scalar *s = tt_lc_scalar_ref(c, i_val);
+    if (!s) return tt_lc_decline(c, "value is not a Scalar");
+    ct = seq->dtype;
+    if (tt_dtype_is_integral(seq->dtype) && s->kind == TT_SCALAR_FLOAT) ct = TT_F64;
+    if (seq->ndim != 1) return tt_lc_decline(c, "scalar value with N-D boundaries (torch raises)");
+  } else {
+    int args[2] = {i_seq, i_val};
+    ct = tt_result_type(c, args, 2);
+    if (seq->ndim != 1) {
+      if (val->ndim != seq->ndim) return tt_lc_decline(c, "boundaries/values rank mismatch (torch raises)");
+      for (int k = 0; k < seq->ndim - 1; k++)
+        if (seq->sizes[k] != val->sizes[k]) return tt_lc_decline(c, "leading dims mismatch (torch raises)");
+    }
+  }
+  if (ct == TT_BOOL || seq->dtype == TT_BOOL || (val && val->dtype == TT_BOOL) ||
+      !(tt_dtype_is_floating(ct) || tt_dtype_is_integral(ct)))
+    return tt_lc_decline(c, "searchsorted over %s", tt_dtype_name(ct));
+  int vnd = val ? val->ndim : 0;
+  int64_t vdims[TT_MAX_DIMS + 1];
+  if (val) memcpy(vdims, val->sizes, sizeof(int64_t) * (size_t)vnd);
+  tt_dtype odt = out_int32 ? TT_I32 : TT_I64;
+  tt_shape os = shape_of(odt, vnd, vdims);
+  int64_t m = seq->sizes[seq->ndim - 1];
+  if (vnd + 1 > TT_MAX_DIMS) return tt_lc_decline(c, "too many dims");
+  if (tt_shape_numel(&os) == 0 || m == 0) {
+    tt_lc_output(c, tt_b_full(b, os, 0));
+    return NULL;
+  }
+  tt_val bd = tt_lc_tensor(c, i_seq);
+  if (i_sorter >= 0 && !tt_lc_is_none(c, i_sorter)) {
+    const tt_tensor_ref *so = tt_lc_ref(c, i_sorter);
+    if (!so || !so->storage || so->dtype != TT_I64 || so->ndim != seq->ndim)
+      return tt_lc_decline(c, "sorter dtype/shape (torch raises)");
+    for (int k = 0; k < seq->ndim; k++)
+      if (so->sizes[k] != seq->sizes[k]) return tt_lc_decline(c, "sorter shape (torch raises)");
+    int64_t all[TT_MAX_DIMS], ones[TT_MAX_DIMS];
+    for (int k = 0; k < seq->ndim; k++) all[k] = k, ones[k] = 1;
+    tt_val coords = full_coords(b, tt_lc_tensor(c, i_sorter), seq->ndim - 1);
+    bd = emit_gather(b, bd, coords, NULL, 0, all, seq->ndim, all, seq->ndim, seq->ndim, ones,
+                     tt_lc_ref_shape(seq));
+  }
+  bd = tt_b_convert(b, bd, ct);
+  tt_val v = scalar_val ? tt_lc_scalar(c, i_val, ct) : tt_b_convert(b, tt_lc_tensor(c, i_val), ct);
+  /* compare in values.shape + [M] */
+  int64_t big[TT_MAX_DIMS + 1], vmap[TT_MAX_DIMS], bmap[TT_MAX_DIMS];
+  memcpy(big, vdims, sizeof(int64_t) * (size_t)vnd);
+  big[vnd] = m;
+  for (int k = 0; k < vnd; k++) vmap[k] = k;
+  if (seq->ndim == 1) bmap[0] = vnd;
+  else {
+    for (int k = 0; k < seq->ndim - 1; k++) bmap[k] = k;
+    bmap[seq->ndim - 1] = vnd;
+  }
+  tt_val vb = tt_b_broadcast_in_dim(b, v, vnd + 1, big, vmap);
+  tt_val bb = tt_b_broadcast_in_dim(b, bd, vnd + 1, big, bmap);
+  tt_val before = tt_b_unary(b, "not", tt_b_compare(b, right ? "GT" : "GE", bb, vb));
+  int64_t last = vnd;
+  tt_val cnt = tt_b_reduce(b, tt_b_convert(b, before, odt), tt_b_constant(b, odt, 0), &last, 1, "add");
+  tt_lc_output(c, cnt);
+  return NULL;
+}
+
+/* searchsorted.Tensor/Scalar(sorted_sequence, self, out_int32, right, side, sorter) */
+static tt_error *lower_searchsorted(tt_lower_ctx *c) {
+  bool scalar_val = strstr(tt_lc_op_name(c), ".Scalar") != NULL;
+  bool right = tt_lc_bool(c, 3, false);
+  const char *side = tt_lc_string(c, 4, NULL);
+  if (side) {
+    if (strcmp(side, "right") != 0 && strcmp(side, "left") != 0)
+      return tt_lc_decline(c, "bad side (torch raises)");
+    bool sr = strcmp(side, "right") == 0;
+    if (right && !sr) return tt_lc_decline(c, "side and right conflict (torch raises)");
+    right = sr;
+  }
+  return sorted_search(c, 0, 1, scalar_val, tt_lc_bool(c, 2, false), right, 5);
+}
+
+/* bucketize.Tensor/Scalar(self, boundaries, out_int32, right): boundaries 1-D. */
+static tt_error *lower_bucketize(tt_lower_ctx *c) {
+  const tt_tensor_ref *bd = tt_lc_ref(c, 1);
+  if (!bd || bd->ndim != 1) return tt_lc_decline(c, "boundaries not 1-D (torch raises)");
+  bool scalar_val = strstr(tt_lc_op_name(c), ".Scalar") != NULL;
+  return sorted_search(c, 1, 0, scalar_val, tt_lc_bool(c, 2, false), tt_lc_bool(c, 3, false), -1);
+}
+
+/* ------------------------------------------------------------ histc */
+
+/* histc(self, bins, min, max): torch's linear binning in self's dtype:
+ * bin = (int)((x - lo) * bins / (hi - lo)), x == hi in the last bin, values
+ * outside [lo, hi] (and NaN) skipped. lo == hi takes the data's min and max
+ * (widened by 1 each side if equal). min/max key the program. */
+static tt_error *lower_histc(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  if (!self || !self->storage) return tt_lc_decline(c, "CPU self");
+  tt_dtype dt = self->dtype;
+  if (!tt_dtype_is_floating(dt)) return tt_lc_decline(c, "histc over %s (torch raises)", tt_dtype_name(dt));
+  int64_t bins = tt_lc_int(c, 1, 100);
+  if (bins <= 0) return tt_lc_decline(c, "bins <= 0 (torch raises)");
+  double lo = tt_lc_scalar_value(c, 2), hi = tt_lc_scalar_value(c, 3);
+  int64_t n = numel_of(self->ndim, self->sizes);
+  tt_shape hs = shape_of(dt, 1, &bins);
+  if (lo == hi && n == 0) return tt_lc_decline(c, "empty input without a range");
+  if (lo != hi && (!isfinite(lo) || !isfinite(hi) || !(lo < hi)))
+    return tt_lc_decline(c, "bad range (torch raises)");
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, hs, 0));
+    return NULL;
+  }
+  /* arithmetic in f32 (f64 for f64) rounded to dt after every step, which
+   * is exactly dt's own arithmetic */
+  tt_dtype ct = dt == TT_F64 ? TT_F64 : TT_F32;
+  tt_shape fs = shape_of(ct, 1, &n);
+  tt_val x = tt_b_convert(b, tt_b_reshape(b, tt_lc_tensor(c, 0), 1, &n), ct);
+  tt_val L, R;
+  if (lo == hi) {
+    L = tt_b_reduce(b, x, tt_b_constant(b, ct, INFINITY), (int64_t[]){0}, 1, "minimum");
+    R = tt_b_reduce(b, x, tt_b_constant(b, ct, -INFINITY), (int64_t[]){0}, 1, "maximum");
+    tt_val eq = tt_b_compare(b, "EQ", L, R);
+    L = tt_b_select(b, eq, tt_b_binary(b, "subtract", L, tt_b_constant(b, ct, 1)), L);
+    R = tt_b_select(b, eq, tt_b_binary(b, "add", R, tt_b_constant(b, ct, 1)), R);
+    L = tt_b_convert(b, tt_b_convert(b, L, dt), ct);
+    R = tt_b_convert(b, tt_b_convert(b, R, dt), ct);
+  } else {
+    L = tt_b_convert(b, tt_b_convert(b, tt_b_constant(b, TT_F64, lo), dt), ct);
+    R = tt_b_convert(b, tt_b_convert(b, tt_b_constant(b, TT_F64, hi), dt), ct);
+  }
+  tt_val Lb = tt_b_broadcast_to(b, L, 1, &n), Rb = tt_b_broadcast_to(b, R, 1, &n);
+#define RND(v) tt_b_convert(b, tt_b_convert(b, (v), dt), ct)
+  tt_val t = RND(tt_b_binary(b, "subtract", x, Lb));
+  t = RND(tt_b_binary(b, "multiply", t, tt_b_full(b, fs, (double)bins)));
+  t = RND(tt_b_binary(b, "divide", t, RND(tt_b_binary(b, "subtract", Rb, Lb))));
+#undef RND
+  tt_shape is = shape_of(TT_I64, 1, &n);
+  tt_val pos = tt_b_convert(b, t, TT_I64);
+  pos = tt_b_select(b, tt_b_compare(b, "EQ", pos, tt_b_full(b, is, (double)bins)),
+                    tt_b_full(b, is, (double)(bins - 1)), pos);
+  tt_val in = tt_b_binary(b, "and", tt_b_compare(b, "GE", x, Lb), tt_b_compare(b, "LE", x, Rb));
+  pos = tt_b_select(b, in, pos, tt_b_full(b, is, (double)bins)); /* dropped bucket */
+  int64_t idims[2] = {n, 1}, zero = 0, nb = bins + 1;
+  pos = tt_b_reshape(b, pos, 2, idims);
+  tt_val hist = emit_scatter(b, tt_b_full(b, shape_of(dt, 1, &nb), 0), pos, tt_b_full(b, shape_of(dt, 1, &n), 1),
+                             NULL, 0, &zero, 1, &zero, 1, 1, "add");
+  tt_lc_output(c, tt_b_slice(b, hist, &zero, &bins, NULL));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ unfold_backward */
+
+/* unfold_backward(grad_in, input_sizes, dim, size, step): the gradient of
+ * Tensor.unfold: window w, element j adds into input[.., w*step + j, ..]. */
+static tt_error *lower_unfold_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0);
+  if (!g || !g->storage) return tt_lc_decline(c, "CPU grad");
+  int64_t in[TT_MAX_DIMS];
+  int nd = tt_lc_int_list(c, 1, in, TT_MAX_DIMS);
+  if (nd < 0 || nd > TT_MAX_DIMS - 1 || g->ndim != (nd > 0 ? nd : 1) + 1) return tt_lc_decline(c, "unexpected ranks");
+  if (nd == 0) return tt_lc_decline(c, "0-dim input");
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 2, 0), nd);
+  if (dim < 0) return NULL;
+  int64_t size = tt_lc_int(c, 3, 1), step = tt_lc_int(c, 4, 1);
+  if (size < 0 || step <= 0) return tt_lc_decline(c, "bad size/step");
+  int64_t w = g->sizes[dim];
+  for (int k = 0; k < nd; k++)
+    if (k != dim && g->sizes[k] != in[k]) return tt_lc_decline(c, "grad shape mismatch");
+  if (g->sizes[nd] != size || (w > 0 && (w - 1) * step + size > in[dim]))
+    return tt_lc_decline(c, "grad shape mismatch");
+  tt_shape os = shape_of(g->dtype, nd, in);
+  tt_val zeros = tt_b_full(b, os, 0);
+  if (numel_of(g->ndim, g->sizes) == 0 || tt_shape_numel(&os) == 0) {
+    tt_lc_output(c, zeros);
+    return NULL;
+  }
+  int64_t ws[3] = {w, size, 1};
+  tt_shape is = shape_of(TT_I64, 3, ws);
+  tt_val pos = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)step)),
+                           tt_b_iota(b, is, 1));
+  int64_t win[TT_MAX_DIMS];
+  int n_win = window_dims_except(nd, dim, win);
+  tt_lc_output(c, emit_scatter(b, zeros, pos, tt_lc_tensor(c, 0), win, n_win, &dim, 1, &dim, 1, 2,
+                               g->dtype == TT_BOOL ? "or" : "add"));
+  return NULL;
 }
 
 TT_LOWERINGS(indexing) = {
@@ -951,5 +1436,16 @@ TT_LOWERINGS(indexing) = {
     {lower_diagonal_scatter, {"diagonal_scatter", "diagonal_scatter.out"}},
     {lower_masked_scatter, {"masked_scatter", "masked_scatter_", "masked_scatter.out"}},
     {lower_scatter_reduce_two, {"scatter_reduce.two", "scatter_reduce_.two", "scatter_reduce.two_out"}},
+    {lower_index_fill, {"index_fill.int_Scalar", "index_fill_.int_Scalar", "index_fill.int_Scalar_out",
+                        "index_fill.int_Tensor", "index_fill_.int_Tensor", "index_fill.int_Tensor_out"}},
+    {lower_index_copy, {"index_copy", "index_copy_", "index_copy.out"}},
+    {lower_index_reduce, {"index_reduce", "index_reduce_", "index_reduce.out"}},
+    {lower_take, {"take", "take.out"}},
+    {lower_put, {"put", "put_", "put.out"}},
+    {lower_searchsorted, {"searchsorted.Tensor", "searchsorted.Tensor_out", "searchsorted.Scalar",
+                          "searchsorted.Scalar_out"}},
+    {lower_bucketize, {"bucketize.Tensor", "bucketize.Tensor_out", "bucketize.Scalar", "bucketize.Scalar_out"}},
+    {lower_histc, {"histc", "histc.out"}},
+    {lower_unfold_backward, {"unfold_backward", "unfold_backward.out"}},
     {NULL, {NULL}},
 };
