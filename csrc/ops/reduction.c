@@ -611,6 +611,34 @@ static tt_error *lower_log_softmax_bw(tt_lower_ctx *c) { return softmax_backward
 
 /* ------------------------------------------------------------ norm */
 
+/* Vector norm of a = |x| (accumulation dtype) over plan p for the runtime
+ * order ord (0-d, a's dtype): every special case (inf, -inf, 0, 1, 2,
+ * general p) is computed and the result selected by comparing ord. Returns
+ * the reduced value (reduced dims removed). */
+static tt_val vnorm(tt_builder *b, tt_val a, tt_val ord, const rplan *pp) {
+  rplan p = *pp;
+  tt_dtype acc = tt_b_dtype(b, a);
+  tt_val r_max = extreme_reduce(b, a, p.dims, p.n, true);
+  tt_val r_min = extreme_reduce(b, a, p.dims, p.n, false);
+  tt_val r_0 = reduce_add(b, tt_b_convert(b, tt_b_convert(b, a, TT_BOOL), acc), &p);
+  tt_val r_1 = reduce_add(b, a, &p);
+  tt_val r_2 = tt_b_unary(b, "sqrt", reduce_add(b, tt_b_binary(b, "multiply", a, a), &p));
+  tt_shape as = tt_b_shape(b, a), rs = tt_b_shape(b, r_1);
+  tt_val pa = tt_b_binary(b, "power", a, tt_b_broadcast_in_dim(b, ord, as.ndim, as.dims, NULL));
+  tt_val inv = tt_b_binary(b, "divide", tt_b_constant(b, acc, 1), ord);
+  tt_val r_p = tt_b_binary(b, "power", reduce_add(b, pa, &p),
+                           tt_b_broadcast_in_dim(b, inv, rs.ndim, rs.dims, NULL));
+  struct { double v; tt_val r; } cases[] = {
+      {1, r_1}, {2, r_2}, {0, r_0}, {INFINITY, r_max}, {-INFINITY, r_min}};
+  tt_val v = r_p;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tt_val is = tt_b_compare(b, "EQ", ord, tt_b_constant(b, acc, cases[k].v));
+    is = tt_b_broadcast_in_dim(b, is, rs.ndim, rs.dims, NULL);
+    v = tt_b_select(b, is, cases[k].r, v);
+  }
+  return v;
+}
+
 /* linalg_vector_norm(self, ord=2, dim=None, keepdim, *, dtype). ord is a
  * runtime Scalar, so every special case (inf, -inf, 0, 1, 2, general p) is
  * computed and the result selected by comparing ord at run time. */
@@ -637,25 +665,7 @@ static tt_error *lower_vector_norm(tt_lower_ctx *c) {
   if (p.count == 0) return tt_lc_decline(c, "empty reduction");
   tt_dtype acc = acc_of(out);
   tt_val a = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_tensor(c, 0), acc));
-  tt_val ord = tt_lc_scalar(c, 1, acc);
-  tt_val r_max = extreme_reduce(b, a, p.dims, p.n, true);
-  tt_val r_min = extreme_reduce(b, a, p.dims, p.n, false);
-  tt_val r_0 = reduce_add(b, tt_b_convert(b, tt_b_convert(b, a, TT_BOOL), acc), &p);
-  tt_val r_1 = reduce_add(b, a, &p);
-  tt_val r_2 = tt_b_unary(b, "sqrt", reduce_add(b, tt_b_binary(b, "multiply", a, a), &p));
-  tt_shape as = tt_b_shape(b, a), rs = tt_b_shape(b, r_1);
-  tt_val pa = tt_b_binary(b, "power", a, tt_b_broadcast_in_dim(b, ord, as.ndim, as.dims, NULL));
-  tt_val inv = tt_b_binary(b, "divide", tt_b_constant(b, acc, 1), ord);
-  tt_val r_p = tt_b_binary(b, "power", reduce_add(b, pa, &p),
-                           tt_b_broadcast_in_dim(b, inv, rs.ndim, rs.dims, NULL));
-  struct { double v; tt_val r; } cases[] = {
-      {1, r_1}, {2, r_2}, {0, r_0}, {INFINITY, r_max}, {-INFINITY, r_min}};
-  tt_val v = r_p;
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    tt_val is = tt_b_compare(b, "EQ", ord, tt_b_constant(b, acc, cases[k].v));
-    is = tt_b_broadcast_in_dim(b, is, rs.ndim, rs.dims, NULL);
-    v = tt_b_select(b, is, cases[k].r, v);
-  }
+  tt_val v = vnorm(b, a, tt_lc_scalar(c, 1, acc), &p);
   tt_lc_output(c, finish(b, tt_b_convert(b, v, out), &p));
   return NULL;
 }
@@ -1126,6 +1136,81 @@ static tt_error *lower_logcumsumexp(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* ------------------------------------------------------------ renorm / dist */
+
+/* Numeric value of Scalar argument i (for argument checks only). */
+static double scalar_num(const tt_lower_ctx *c, int i) {
+  const tt_scalar *s = tt_lc_scalar_ref(c, i);
+  if (!s) return 0;
+  return s->kind == TT_SCALAR_FLOAT ? s->f : (double)s->i;
+}
+
+/* renorm(self, p, dim, maxnorm): each slice along dim whose p-norm exceeds
+ * maxnorm is scaled by maxnorm / (norm + 1e-7), in the accumulation dtype. */
+static tt_error *lower_renorm(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  if (!tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "non-float input");
+  if (tt_lc_kind(c, 1) != TT_ARG_SCALAR || tt_lc_kind(c, 3) != TT_ARG_SCALAR)
+    return tt_lc_decline(c, "p or maxnorm is not a Scalar");
+  if (!(scalar_num(c, 1) > 0))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "renorm: non-positive-norm not supported");
+  double maxnorm = scalar_num(c, 3);
+  if (maxnorm < 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "renorm: expected maxnorm to be >= 0 but got %g", maxnorm);
+  if (r->ndim < 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "renorm: input needs at least 2 dimensions, got %d dimensions",
+                      r->ndim);
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 2, 0), r->ndim);
+  if (dim < 0) return builder_error(c);
+  rplan p;
+  plan_all(&p, r->ndim, r->sizes, false);
+  p.n = 0;
+  p.count = 1;
+  p.out_ndim = 0;
+  for (int i = 0; i < r->ndim; i++) {
+    p.red[i] = i != dim;
+    p.kept_dims[i] = i == dim ? r->sizes[i] : 1;
+    if (i == dim) p.out[p.out_ndim++] = r->sizes[i];
+    else {
+      p.dims[p.n++] = i;
+      p.count *= r->sizes[i];
+    }
+  }
+  if (p.count == 0 || r->sizes[dim] == 0) return tt_lc_decline(c, "empty renorm");
+  tt_dtype acc = acc_of(r->dtype);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val norm = vnorm(b, tt_b_unary(b, "abs", x), tt_lc_scalar(c, 1, acc), &p);
+  tt_shape ns = tt_b_shape(b, norm);
+  tt_val mx = tt_b_broadcast_in_dim(b, tt_lc_scalar(c, 3, acc), ns.ndim, ns.dims, NULL);
+  tt_val scaled = tt_b_binary(b, "divide", mx, tt_b_binary(b, "add", norm, tt_full_like(b, norm, 1e-7)));
+  tt_val factor = tt_b_select(b, tt_b_compare(b, "GT", norm, mx), scaled, tt_full_like(b, norm, 1));
+  tt_val v = tt_b_binary(b, "multiply", x, expand_back(b, factor, &p));
+  tt_lc_output(c, tt_b_convert(b, v, r->dtype));
+  return NULL;
+}
+
+/* dist(self, other, p=2) = vector_norm(self - other, p) over the broadcast shape. */
+static tt_error *lower_dist(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  int args[2] = {0, 1};
+  tt_dtype dt = tt_result_type(c, args, 2);
+  if (!tt_dtype_is_floating(dt)) return tt_lc_decline(c, "non-float inputs");
+  if (tt_lc_kind(c, 2) != TT_ARG_SCALAR && !tt_lc_is_none(c, 2)) return tt_lc_decline(c, "p is not a Scalar");
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  TT_TRY(tt_broadcast_args(c, args, 2, &nd, dims));
+  rplan p;
+  plan_all(&p, nd, dims, false);
+  if (p.count == 0) return tt_lc_decline(c, "empty dist");
+  tt_dtype acc = acc_of(dt);
+  tt_val d = tt_b_binary(b, "subtract", tt_operand(c, 0, dt, nd, dims), tt_operand(c, 1, dt, nd, dims));
+  tt_val ord = tt_lc_is_none(c, 2) ? tt_b_constant(b, acc, 2) : tt_lc_scalar(c, 2, acc);
+  tt_val v = vnorm(b, tt_b_unary(b, "abs", tt_b_convert(b, d, acc)), ord, &p);
+  tt_lc_output(c, finish(b, tt_b_convert(b, v, dt), &p));
+  return NULL;
+}
+
 /* ------------------------------------------------------------ table */
 
 TT_LOWERINGS(reduction) = {
@@ -1167,5 +1252,7 @@ TT_LOWERINGS(reduction) = {
     {lower_cummax, {"cummax", "cummax.out"}},
     {lower_cummin, {"cummin", "cummin.out"}},
     {lower_logcumsumexp, {"logcumsumexp", "logcumsumexp.out"}},
+    {lower_renorm, {"renorm", "renorm_", "renorm.out"}},
+    {lower_dist, {"dist", "dist.out"}},
     {NULL, {NULL}},
 };

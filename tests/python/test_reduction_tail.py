@@ -92,3 +92,16 @@ def test_logcumsumexp():
     check(lambda x: torch.logcumsumexp(x, 0),
           torch.tensor([[-float("inf"), 1.0], [-float("inf"), float("inf")], [2.0, NAN]]))
     check(lambda x: torch.logcumsumexp(x, 0), torch.randn(5).to(torch.bfloat16))
+
+
+def test_renorm():
+    x = torch.randn(4, 3) * 3
+    check(lambda x: torch.renorm(x, 2, 0, 1.5), x, grad=True)
+    check(lambda x: torch.renorm(x, 1, 1, 2.0), x)
+    check(lambda x: x.clone().renorm_(float("inf"), 0, 1.0), x)
+
+
+def test_dist():
+    check(lambda x, y: torch.dist(x, y), torch.randn(3, 4), torch.randn(4), grad=True)
+    check(lambda x, y: torch.dist(x, y, 3), torch.randn(3, 4), torch.randn(3, 4))
+    check(lambda x, y: torch.dist(x, y, float("inf")), torch.randn(5), torch.randn(5))
