@@ -757,7 +757,7 @@ static tt_val take_at(tt_builder *b, tt_val x, int dim, tt_val pos) {
     parts[d] = tt_b_reshape(b, v, nd, idims);
   }
   tt_val ind = nd == 1 ? parts[0] : tt_b_concat(b, parts, nd, nd - 1);
-  char lst[200], arr[200], attrs[600];
+  char lst[200], arr[200], attrs[1024];
   tt_fmt_i64_list(lst, sizeof lst, all, nd);
   tt_fmt_i64_array(arr, sizeof arr, ones, nd);
   snprintf(attrs, sizeof attrs,
