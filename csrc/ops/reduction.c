@@ -180,7 +180,12 @@ static tt_error *sum_prod(tt_lower_ctx *c, bool prod, int dim_arg, int keep_arg,
     return builder_error(c);
   tt_dtype out;
   if (!sum_dtype(c, dtype_arg, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
-  if (out == TT_BOOL) return tt_lc_decline(c, "bool result dtype");
+  if (out == TT_BOOL) { /* bool accumulation: sum is "or", prod is "and" */
+    tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), TT_BOOL);
+    tt_val v = tt_b_reduce(b, x, tt_b_constant(b, TT_BOOL, prod ? 1 : 0), p.dims, p.n, prod ? "and" : "or");
+    tt_lc_output(c, finish(b, v, &p));
+    return NULL;
+  }
   tt_dtype acc = acc_of(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
   tt_val v = tt_b_reduce(b, x, tt_b_constant(b, acc, prod ? 1 : 0), p.dims, p.n,

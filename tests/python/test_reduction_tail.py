@@ -107,3 +107,10 @@ def test_dist():
     check(lambda x, y: torch.dist(x, y), torch.randn(3, 4), torch.randn(4), grad=True)
     check(lambda x, y: torch.dist(x, y, 3), torch.randn(3, 4), torch.randn(3, 4))
     check(lambda x, y: torch.dist(x, y, float("inf")), torch.randn(5), torch.randn(5))
+
+
+def test_sum_prod_bool_dtype():
+    x = torch.tensor([[True, False, True], [True, True, True]])
+    check(lambda x: torch.prod(x, 1, dtype=torch.bool), x)
+    check(lambda x: torch.sum(x, 0, dtype=torch.bool), x)
+    check(lambda x: torch.prod(x, 1), x)
