@@ -114,3 +114,20 @@ def test_sum_prod_bool_dtype():
     check(lambda x: torch.prod(x, 1, dtype=torch.bool), x)
     check(lambda x: torch.sum(x, 0, dtype=torch.bool), x)
     check(lambda x: torch.prod(x, 1), x)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_bucketize(right):
+    bd = torch.tensor([1.0, 2.0, 2.0, 3.0, 5.0, NAN])
+    v = torch.tensor([[0.0, 2.0, 2.5], [5.0, 9.0, NAN]])
+    check(lambda s, x: torch.searchsorted(s, x, right=right), bd, v)
+    check(lambda s, x: torch.searchsorted(s, x, side="right" if right else "left", out_int32=True),
+          torch.sort(torch.randn(2, 7), dim=1)[0], torch.randn(2, 4))
+    check(lambda s: torch.searchsorted(s, 2, right=right), torch.arange(5))
+    check(lambda x, s: torch.bucketize(x, s, right=right), v, bd)
+
+
+def test_searchsorted_sorter():
+    seq = torch.tensor([[3.0, 1.0, 2.0, 5.0], [0.0, -1.0, 4.0, 2.0]])
+    sorter = torch.argsort(seq, dim=1)
+    check(lambda s, x, o: torch.searchsorted(s, x, sorter=o), seq, torch.randn(2, 3) * 3, sorter)
