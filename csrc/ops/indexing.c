@@ -1209,105 +1209,6 @@ static tt_error *lower_put(tt_lower_ctx *c) {
   return NULL;
 }
 
-/* ------------------------------------------------------------ searchsorted / bucketize */
-
-/* Counts, for every value, the boundaries b with !(b >= v) (left) or
- * !(b > v) (right): binary search's result on a sorted sequence (NaN values
- * go last, like torch). seq [..., M] is 1-D or shares values' leading dims. */
-static tt_error *sorted_search(tt_lower_ctx *c, int i_seq, int i_val, bool scalar_val, bool out_int32,
-                               bool right, int i_sorter) {
-  tt_builder *b = tt_lc_builder(c);
-  const tt_tensor_ref *seq = tt_lc_ref(c, i_seq);
-  if (!seq || !seq->storage || seq->ndim == 0) return tt_lc_decline(c, "0-dim or CPU boundaries");
-  const tt_tensor_ref *val = scalar_val ? NULL : tt_lc_ref(c, i_val);
-  if (!scalar_val && (!val || !val->storage)) return tt_lc_decline(c, "CPU values");
-  tt_dtype ct;
-  if (scalar_val) {
-    const tt_scalar *s = tt_lc_scalar_ref(c, i_val);
-    if (!s) return tt_lc_decline(c, "value is not a Scalar");
-    ct = seq->dtype;
-    if (tt_dtype_is_integral(seq->dtype) && s->kind == TT_SCALAR_FLOAT) ct = TT_F64;
-    if (seq->ndim != 1) return tt_lc_decline(c, "scalar value with N-D boundaries (torch raises)");
-  } else {
-    int args[2] = {i_seq, i_val};
-    ct = tt_result_type(c, args, 2);
-    if (seq->ndim != 1) {
-      if (val->ndim != seq->ndim) return tt_lc_decline(c, "boundaries/values rank mismatch (torch raises)");
-      for (int k = 0; k < seq->ndim - 1; k++)
-        if (seq->sizes[k] != val->sizes[k]) return tt_lc_decline(c, "leading dims mismatch (torch raises)");
-    }
-  }
-  if (ct == TT_BOOL || seq->dtype == TT_BOOL || (val && val->dtype == TT_BOOL) ||
-      !(tt_dtype_is_floating(ct) || tt_dtype_is_integral(ct)))
-    return tt_lc_decline(c, "searchsorted over %s", tt_dtype_name(ct));
-  int vnd = val ? val->ndim : 0;
-  int64_t vdims[TT_MAX_DIMS + 1];
-  if (val) memcpy(vdims, val->sizes, sizeof(int64_t) * (size_t)vnd);
-  tt_dtype odt = out_int32 ? TT_I32 : TT_I64;
-  tt_shape os = shape_of(odt, vnd, vdims);
-  int64_t m = seq->sizes[seq->ndim - 1];
-  if (vnd + 1 > TT_MAX_DIMS) return tt_lc_decline(c, "too many dims");
-  if (tt_shape_numel(&os) == 0 || m == 0) {
-    tt_lc_output(c, tt_b_full(b, os, 0));
-    return NULL;
-  }
-  tt_val bd = tt_lc_tensor(c, i_seq);
-  if (i_sorter >= 0 && !tt_lc_is_none(c, i_sorter)) {
-    const tt_tensor_ref *so = tt_lc_ref(c, i_sorter);
-    if (!so || !so->storage || so->dtype != TT_I64 || so->ndim != seq->ndim)
-      return tt_lc_decline(c, "sorter dtype/shape (torch raises)");
-    for (int k = 0; k < seq->ndim; k++)
-      if (so->sizes[k] != seq->sizes[k]) return tt_lc_decline(c, "sorter shape (torch raises)");
-    int64_t all[TT_MAX_DIMS], ones[TT_MAX_DIMS];
-    for (int k = 0; k < seq->ndim; k++) all[k] = k, ones[k] = 1;
-    tt_val coords = full_coords(b, tt_lc_tensor(c, i_sorter), seq->ndim - 1);
-    bd = emit_gather(b, bd, coords, NULL, 0, all, seq->ndim, all, seq->ndim, seq->ndim, ones,
-                     tt_lc_ref_shape(seq));
-  }
-  bd = tt_b_convert(b, bd, ct);
-  tt_val v = scalar_val ? tt_lc_scalar(c, i_val, ct) : tt_b_convert(b, tt_lc_tensor(c, i_val), ct);
-  /* compare in values.shape + [M] */
-  int64_t big[TT_MAX_DIMS + 1], vmap[TT_MAX_DIMS], bmap[TT_MAX_DIMS];
-  memcpy(big, vdims, sizeof(int64_t) * (size_t)vnd);
-  big[vnd] = m;
-  for (int k = 0; k < vnd; k++) vmap[k] = k;
-  if (seq->ndim == 1) bmap[0] = vnd;
-  else {
-    for (int k = 0; k < seq->ndim - 1; k++) bmap[k] = k;
-    bmap[seq->ndim - 1] = vnd;
-  }
-  tt_val vb = tt_b_broadcast_in_dim(b, v, vnd + 1, big, vmap);
-  tt_val bb = tt_b_broadcast_in_dim(b, bd, vnd + 1, big, bmap);
-  tt_val before = tt_b_unary(b, "not", tt_b_compare(b, right ? "GT" : "GE", bb, vb));
-  int64_t last = vnd;
-  tt_val cnt = tt_b_reduce(b, tt_b_convert(b, before, odt), tt_b_constant(b, odt, 0), &last, 1, "add");
-  tt_lc_output(c, cnt);
-  return NULL;
-}
-
-/* searchsorted.Tensor/Scalar(sorted_sequence, self, out_int32, right, side, sorter) */
-static tt_error *lower_searchsorted(tt_lower_ctx *c) {
-  bool scalar_val = strstr(tt_lc_op_name(c), ".Scalar") != NULL;
-  bool right = tt_lc_bool(c, 3, false);
-  const char *side = tt_lc_string(c, 4, NULL);
-  if (side) {
-    if (strcmp(side, "right") != 0 && strcmp(side, "left") != 0)
-      return tt_lc_decline(c, "bad side (torch raises)");
-    bool sr = strcmp(side, "right") == 0;
-    if (right && !sr) return tt_lc_decline(c, "side and right conflict (torch raises)");
-    right = sr;
-  }
-  return sorted_search(c, 0, 1, scalar_val, tt_lc_bool(c, 2, false), right, 5);
-}
-
-/* bucketize.Tensor/Scalar(self, boundaries, out_int32, right): boundaries 1-D. */
-static tt_error *lower_bucketize(tt_lower_ctx *c) {
-  const tt_tensor_ref *bd = tt_lc_ref(c, 1);
-  if (!bd || bd->ndim != 1) return tt_lc_decline(c, "boundaries not 1-D (torch raises)");
-  bool scalar_val = strstr(tt_lc_op_name(c), ".Scalar") != NULL;
-  return sorted_search(c, 1, 0, scalar_val, tt_lc_bool(c, 2, false), tt_lc_bool(c, 3, false), -1);
-}
-
 /* ------------------------------------------------------------ histc */
 
 /* histc(self, bins, min, max): torch's linear binning in self's dtype:
@@ -1442,9 +1343,6 @@ TT_LOWERINGS(indexing) = {
     {lower_index_reduce, {"index_reduce", "index_reduce_", "index_reduce.out"}},
     {lower_take, {"take", "take.out"}},
     {lower_put, {"put", "put_", "put.out"}},
-    {lower_searchsorted, {"searchsorted.Tensor", "searchsorted.Tensor_out", "searchsorted.Scalar",
-                          "searchsorted.Scalar_out"}},
-    {lower_bucketize, {"bucketize.Tensor", "bucketize.Tensor_out", "bucketize.Scalar", "bucketize.Scalar_out"}},
     {lower_histc, {"histc", "histc.out"}},
     {lower_unfold_backward, {"unfold_backward", "unfold_backward.out"}},
     {NULL, {NULL}},

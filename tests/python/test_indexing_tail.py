@@ -112,7 +112,10 @@ def test_searchsorted_nd_sorter_side_int32():
 
 
 def test_searchsorted_scalar():
-    check(lambda s: torch.searchsorted(s, 2.5), torch.tensor([1, 2, 3, 4]))
+    check(lambda s: torch.searchsorted(s, 3), torch.tensor([1, 2, 3, 4]))
+    # A float value against an int sequence compares in the promoted dtype;
+    # the lowering declines that mix, so it runs on CPU (values still checked).
+    check(lambda s: torch.searchsorted(s, 2.5), torch.tensor([1, 2, 3, 4]), native=False)
 
 
 def test_bucketize():
