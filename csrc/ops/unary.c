@@ -71,6 +71,14 @@ static tt_error *require_float(tt_lower_ctx *c, int i) {
   return NULL;
 }
 
+/* Reads self (arg i) in opmath after checking it is floating. */
+#define FLOAT_SELF(i)                          \
+  TT_TRY(require_float(c, (i)));               \
+  tt_builder *b = tt_lc_builder(c);            \
+  tt_dtype dt = arg_dtype(c, (i));             \
+  tt_val x = read_as(c, (i), opmath(dt))
+#define OUT(v) (tt_lc_output(c, tt_b_convert(b, (v), dt)), (tt_error *)NULL)
+
 /* ------------------------------------------------------------ math functions */
 
 static tt_val f_exp(tt_builder *b, tt_val x) { return un(b, "exponential", x); }
@@ -155,6 +163,151 @@ FLOAT_UNARY(erf)
 FLOAT_UNARY(erfc)
 FLOAT_UNARY(erfinv)
 FLOAT_UNARY(reciprocal)
+
+static tt_val copysign_one(tt_builder *b, tt_val x);
+
+/* sinc: x == 0 ? 1 : sin(pi x) / (pi x) */
+static tt_val f_sinc(tt_builder *b, tt_val x) {
+  tt_val px = mul(b, K(b, x, M_PI), x);
+  return sel(b, cmp(b, "EQ", x, K(b, x, 0)), K(b, x, 1), dvd(b, un(b, "sine", px), px));
+}
+static tt_val f_deg2rad(tt_builder *b, tt_val x) { return mul(b, x, K(b, x, M_PI / 180.0)); }
+static tt_val f_rad2deg(tt_builder *b, tt_val x) { return mul(b, x, K(b, x, 180.0 / M_PI)); }
+static tt_val f_lgamma(tt_builder *b, tt_val x) { return chlo(b, "chlo.lgamma", x); }
+/* is x a non-positive integer (a pole of the gamma function)? */
+static tt_val gamma_pole(tt_builder *b, tt_val x) {
+  return tt_b_binary(b, "and", cmp(b, "LE", x, K(b, x, 0)), cmp(b, "EQ", un(b, "floor", x), x));
+}
+/* digamma: +-0 -> -+inf, negative integers -> NaN, like PyTorch's calc_digamma */
+static tt_val f_digamma(tt_builder *b, tt_val x) {
+  tt_val r = chlo(b, "chlo.digamma", x);
+  tt_val zero = K(b, x, 0);
+  tt_val z = sel(b, cmp(b, "LT", copysign_one(b, x), zero), K(b, x, INFINITY), K(b, x, -INFINITY));
+  r = sel(b, gamma_pole(b, x), K(b, x, NAN), r);
+  return sel(b, cmp(b, "EQ", x, zero), z, r);
+}
+/* entr: x > 0 ? -x log x : x == 0 ? 0 : -inf; NaN stays */
+static tt_val f_special_entr(tt_builder *b, tt_val x) {
+  tt_val zero = K(b, x, 0);
+  tt_val r = sel(b, cmp(b, "EQ", x, zero), zero, K(b, x, -INFINITY));
+  r = sel(b, cmp(b, "GT", x, zero), un(b, "negate", mul(b, x, un(b, "log", x))), r);
+  return sel(b, cmp(b, "NE", x, x), x, r);
+}
+/* angle of a real number: NaN stays, x < 0 -> pi, else 0 */
+static tt_val f_angle(tt_builder *b, tt_val x) {
+  tt_val r = sel(b, cmp(b, "LT", x, K(b, x, 0)), K(b, x, M_PI), K(b, x, 0));
+  return sel(b, cmp(b, "NE", x, x), x, r);
+}
+
+FLOAT_UNARY(sinc)
+FLOAT_UNARY(deg2rad)
+FLOAT_UNARY(rad2deg)
+FLOAT_UNARY(lgamma)
+FLOAT_UNARY(digamma)
+FLOAT_UNARY(special_entr)
+FLOAT_UNARY(angle)
+
+/* polygamma(n, self) (in place: polygamma_(self, n)). n = 0 is digamma. */
+static tt_error *lower_polygamma(tt_lower_ctx *c) {
+  bool n_first = tt_lc_kind(c, 0) == TT_ARG_INT;
+  int xi = n_first ? 1 : 0;
+  int64_t n = tt_lc_int(c, n_first ? 0 : 1, 0);
+  if (n < 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "polygamma(n, x) does not support negative n.");
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype out = float_result(arg_dtype(c, xi));
+  tt_val x = read_as(c, xi, opmath(out)), r;
+  if (n == 0) {
+    r = f_digamma(b, x);
+  } else {
+    tt_val ins[2] = {K(b, x, (double)n), x};
+    r = tt_b_op(b, "chlo.polygamma", ins, 2, NULL, tt_b_shape(b, x));
+  }
+  tt_lc_output(c, tt_b_convert(b, r, out));
+  return NULL;
+}
+
+/* logit(self, eps=None): log(z / (1 - z)), z = clamp(x, eps, 1 - eps) when eps >= 0 */
+static double logit_eps(tt_lower_ctx *c, int i) {
+  return tt_lc_nargs(c) > i && !tt_lc_is_none(c, i) ? tt_lc_double(c, i, -1.0) : -1.0;
+}
+
+static tt_error *lower_logit(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype out = float_result(arg_dtype(c, 0));
+  tt_dtype cm = opmath(out);
+  tt_val x = read_as(c, 0, cm);
+  double eps = logit_eps(c, 1);
+  if (eps >= 0) {
+    /* lo = eps, hi = 1 - eps, both rounded to the tensor dtype */
+    tt_val lo = tt_b_convert(b, tt_b_convert(b, K(b, x, eps), out), cm);
+    tt_val hi = tt_b_convert(b, tt_b_convert(b, K(b, x, 1 - eps), out), cm);
+    x = sel(b, cmp(b, "LT", x, lo), lo, sel(b, cmp(b, "GT", x, hi), hi, x));
+  }
+  tt_val r = un(b, "log", dvd(b, x, sub(b, K(b, x, 1), x)));
+  tt_lc_output(c, tt_b_convert(b, r, out));
+  return NULL;
+}
+
+/* logit_backward(grad, self, eps): outside [lo, hi] -> 0 (eps >= 0) or NaN
+ * (outside [0, 1], eps < 0); else grad / (x (1 - x)) */
+static tt_error *lower_logit_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  double eps = logit_eps(c, 2);
+  tt_val r = dvd(b, g, mul(b, x, sub(b, K(b, x, 1), x)));
+  tt_val lo, hi;
+  if (eps >= 0) {
+    lo = tt_b_convert(b, tt_b_convert(b, K(b, x, eps), dt), opmath(dt));
+    hi = tt_b_convert(b, tt_b_convert(b, K(b, x, 1 - eps), dt), opmath(dt));
+  } else {
+    lo = K(b, x, 0);
+    hi = K(b, x, 1);
+  }
+  tt_val outside = tt_b_binary(b, "or", cmp(b, "LT", x, lo), cmp(b, "GT", x, hi));
+  return OUT(sel(b, outside, K(b, x, eps >= 0 ? 0.0 : NAN), r));
+}
+
+/* ------------------------------------------------------------ sign predicates */
+
+/* Sign bit of floating x (true for -0.0 and negative NaNs). */
+static tt_val sign_bit(tt_builder *b, tt_val x) {
+  tt_shape s = tt_b_shape(b, x);
+  s.dtype = s.dtype == TT_F64 ? TT_I64 : s.dtype == TT_F32 ? TT_I32 : TT_I16;
+  return cmp(b, "LT", tt_b_bitcast(b, x, s), tt_b_full(b, s, 0));
+}
+/* copysign(1, x) */
+static tt_val copysign_one(tt_builder *b, tt_val x) {
+  return sel(b, sign_bit(b, x), K(b, x, -1), K(b, x, 1));
+}
+
+static tt_val bool_false_like(tt_builder *b, tt_val x) {
+  tt_shape s = tt_b_shape(b, x);
+  s.dtype = TT_BOOL;
+  return tt_b_full(b, s, 0);
+}
+
+static tt_error *lower_signbit(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt), r;
+  if (tt_dtype_is_floating(dt)) r = sign_bit(b, x);
+  else if (dt == TT_BOOL || !tt_dtype_is_signed(dt)) r = bool_false_like(b, x);
+  else r = cmp(b, "LT", x, K(b, x, 0));
+  tt_lc_output(c, r);
+  return NULL;
+}
+
+static tt_error *is_signed_inf(tt_lower_ctx *c, double inf) {
+  tt_dtype dt = arg_dtype(c, 0);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  tt_lc_output(c, tt_dtype_is_floating(dt) ? cmp(b, "EQ", x, K(b, x, inf)) : bool_false_like(b, x));
+  return NULL;
+}
+static tt_error *lower_isposinf(tt_lower_ctx *c) { return is_signed_inf(c, INFINITY); }
+static tt_error *lower_isneginf(tt_lower_ctx *c) { return is_signed_inf(c, -INFINITY); }
 
 /* ------------------------------------------------------------ dtype-keeping */
 
@@ -314,13 +467,6 @@ static tt_error *lower_relu(tt_lower_ctx *c) {
   return NULL;
 }
 
-/* Reads self (arg i) in opmath after checking it is floating. */
-#define FLOAT_SELF(i)                          \
-  TT_TRY(require_float(c, (i)));               \
-  tt_builder *b = tt_lc_builder(c);            \
-  tt_dtype dt = arg_dtype(c, (i));             \
-  tt_val x = read_as(c, (i), opmath(dt))
-#define OUT(v) (tt_lc_output(c, tt_b_convert(b, (v), dt)), (tt_error *)NULL)
 
 static bool gelu_tanh(tt_lower_ctx *c, int i, tt_error **err) {
   const char *mode = tt_lc_string(c, i, "none");
@@ -547,6 +693,229 @@ static tt_error *lower_hardswish_backward(tt_lower_ctx *c) {
   return OUT(sel(b, cmp(b, "LE", x, K(b, x, -3)), K(b, x, 0), r));
 }
 
+/* silu_backward(grad, self): grad * s * (1 + x (1 - s)), s = 1 / (1 + exp(-x)) */
+static tt_error *lower_silu_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val s = f_sigmoid(b, x), one = K(b, x, 1);
+  return OUT(mul(b, mul(b, g, s), add(b, one, mul(b, x, sub(b, one, s)))));
+}
+
+/* mish_backward(grad, self): t = tanh(softplus(x)); grad * (t + x s (1 - t^2)) */
+static tt_error *lower_mish_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val s = f_sigmoid(b, x), one = K(b, x, 1);
+  tt_val t = un(b, "tanh", un(b, "log_plus_one", un(b, "exponential", x)));
+  return OUT(mul(b, g, add(b, t, mul(b, mul(b, x, s), sub(b, one, mul(b, t, t))))));
+}
+
+/* log_sigmoid_forward(self) -> (min(x, 0) - log1p(exp(-|x|)), buffer). The
+ * CPU kernel returns an empty buffer (and its backward ignores it). */
+static tt_error *lower_log_sigmoid_forward(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  tt_val zero = K(b, x, 0);
+  tt_val mn = sel(b, cmp(b, "LT", zero, x), zero, x); /* std::min(x, 0): NaN propagates */
+  tt_val z = un(b, "exponential", un(b, "negate", un(b, "abs", x)));
+  tt_lc_output(c, tt_b_convert(b, sub(b, mn, un(b, "log_plus_one", z)), dt));
+  int64_t none[1] = {0};
+  tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, 1, none), 0));
+  return NULL;
+}
+
+/* log_sigmoid_backward(grad, self, buffer):
+ * grad * ((x < 0) - (x < 0 ? 1 : -1) * z / (1 + z)), z = exp(-|x|) */
+static tt_error *lower_log_sigmoid_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val neg = cmp(b, "LT", x, K(b, x, 0));
+  tt_val max_deriv = sel(b, neg, K(b, x, 1), K(b, x, 0));
+  tt_val sign = sel(b, neg, K(b, x, 1), K(b, x, -1));
+  tt_val z = un(b, "exponential", un(b, "negate", un(b, "abs", x)));
+  tt_val q = dvd(b, z, add(b, K(b, x, 1), z));
+  return OUT(mul(b, g, sub(b, max_deriv, mul(b, sign, q))));
+}
+
+/* -lambd <= x <= lambd (NaN: false) */
+static tt_val in_band(tt_builder *b, tt_val x, tt_val lambd) {
+  return tt_b_binary(b, "and", cmp(b, "GE", x, un(b, "negate", lambd)), cmp(b, "LE", x, lambd));
+}
+
+/* softshrink(self, lambd): x > l ? x - l : x < -l ? x + l : x * 0; NaN stays.
+ * lambd must be >= 0 (checked on its value, which joins the cache key). */
+static tt_error *lower_softshrink(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  if (!tt_lc_is_none(c, 1)) {
+    double l = tt_lc_scalar_value(c, 1);
+    if (!(l >= 0))
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "lambda must be greater or equal to 0, but found to be %g.", l);
+  }
+  tt_val l = scalar_or(c, 1, x, 0.5);
+  tt_val r = sel(b, cmp(b, "LT", x, un(b, "negate", l)), add(b, x, l), mul(b, x, K(b, x, 0)));
+  r = sel(b, cmp(b, "GT", x, l), sub(b, x, l), r);
+  return OUT(sel(b, cmp(b, "NE", x, x), x, r));
+}
+
+/* hardshrink(self, lambd): -l <= x <= l ? 0 : x */
+static tt_error *lower_hardshrink(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  tt_val l = scalar_or(c, 1, x, 0.5);
+  return OUT(sel(b, in_band(b, x, l), K(b, x, 0), x));
+}
+
+/* softshrink_backward / hardshrink_backward(grad, self, lambd): -l <= x <= l ? 0 : grad */
+static tt_error *lower_shrink_backward(tt_lower_ctx *c) {
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  return OUT(sel(b, in_band(b, x, S(c, 2, x)), K(b, x, 0), g));
+}
+
+/* threshold(self, threshold, value): x <= threshold ? value : x (all but bool) */
+static tt_error *lower_threshold(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (dt == TT_BOOL) return tt_lc_decline(c, "threshold of bool");
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, opmath(dt));
+  tt_val r = sel(b, cmp(b, "LE", x, S(c, 1, x)), S(c, 2, x), x);
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
+}
+
+/* celu(self, alpha) = elu(self, alpha, 1, 1 / alpha), 1/alpha in double */
+static tt_error *lower_celu(tt_lower_ctx *c) {
+  FLOAT_SELF(0);
+  tt_val alpha = scalar_or(c, 1, x, 1);
+  tt_val inv;
+  if (tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1)) {
+    tt_val a64 = tt_lc_scalar(c, 1, TT_F64);
+    tt_shape s = tt_b_shape(b, x);
+    inv = tt_b_convert(b, dvd(b, tt_b_constant(b, TT_F64, 1), a64), s.dtype);
+    inv = tt_b_broadcast_to(b, inv, s.ndim, s.dims);
+  } else {
+    inv = K(b, x, 1);
+  }
+  tt_val neg = mul(b, un(b, "exponential_minus_one", mul(b, x, inv)), alpha);
+  return OUT(sel(b, cmp(b, "LE", x, K(b, x, 0)), neg, x));
+}
+
+/* rrelu_with_noise(self, noise, lower, upper, training, generator): in eval
+ * mode leaky_relu with slope (lower + upper) / 2 (in double). */
+static tt_val rrelu_slope(tt_lower_ctx *c, tt_val like) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_shape s = tt_b_shape(b, like);
+  tt_val lo = tt_lc_scalar(c, 2, TT_F64), hi = tt_lc_scalar(c, 3, TT_F64);
+  tt_val sl = mul(b, add(b, lo, hi), tt_b_constant(b, TT_F64, 0.5));
+  return tt_b_broadcast_to(b, tt_b_convert(b, sl, s.dtype), s.ndim, s.dims);
+}
+
+static tt_error *lower_rrelu_with_noise(tt_lower_ctx *c) {
+  if (tt_lc_bool(c, 4, false)) return tt_lc_decline(c, "rrelu in training mode (random slopes)");
+  FLOAT_SELF(0);
+  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), x, mul(b, x, rrelu_slope(c, x))));
+}
+
+/* rrelu_with_noise_backward(grad, self, noise, lower, upper, training, self_is_result) */
+static tt_error *lower_rrelu_with_noise_backward(tt_lower_ctx *c) {
+  if (tt_lc_bool(c, 5, false)) return tt_lc_decline(c, "rrelu backward in training mode");
+  TT_TRY(require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), g, mul(b, g, rrelu_slope(c, x))));
+}
+
+/* glu(self, dim): a * sigmoid(b) over the two halves of dim. */
+static tt_error *glu_split(tt_lower_ctx *c, int self_arg, int dim_arg, int64_t *dim) {
+  const tt_tensor_ref *r = tt_lc_ref(c, self_arg);
+  if (r->ndim == 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "glu does not support scalars because halving size must be even");
+  *dim = tt_wrap_dim(c, tt_lc_int(c, dim_arg, -1), r->ndim);
+  if (*dim < 0) return tt_b_take_error(tt_lc_builder(c));
+  if (r->sizes[*dim] % 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Halving dimension must be even, but dimension %lld is size %lld",
+                      (long long)*dim, (long long)r->sizes[*dim]);
+  return NULL;
+}
+
+static void halves(tt_builder *b, tt_val x, int64_t dim, tt_val *lo, tt_val *hi) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t start[TT_MAX_DIMS] = {0}, limit[TT_MAX_DIMS], stride[TT_MAX_DIMS];
+  for (int i = 0; i < s.ndim; i++) limit[i] = s.dims[i], stride[i] = 1;
+  limit[dim] = s.dims[dim] / 2;
+  *lo = tt_b_slice(b, x, start, limit, stride);
+  start[dim] = s.dims[dim] / 2;
+  limit[dim] = s.dims[dim];
+  *hi = tt_b_slice(b, x, start, limit, stride);
+}
+
+static tt_error *lower_glu(tt_lower_ctx *c) {
+  int64_t dim;
+  TT_TRY(require_float(c, 0));
+  TT_TRY(glu_split(c, 0, 1, &dim));
+  FLOAT_SELF(0);
+  tt_val lo, hi;
+  halves(b, x, dim, &lo, &hi);
+  return OUT(mul(b, lo, f_sigmoid(b, hi)));
+}
+
+/* glu_backward(grad, self, dim): [grad * s, (1 - s) * s * grad * a] */
+static tt_error *lower_glu_backward(tt_lower_ctx *c) {
+  int64_t dim;
+  TT_TRY(require_float(c, 0));
+  TT_TRY(glu_split(c, 1, 2, &dim));
+  FLOAT_SELF(1);
+  tt_val g = read_as(c, 0, opmath(dt));
+  tt_val lo, hi;
+  halves(b, x, dim, &lo, &hi);
+  tt_val s = f_sigmoid(b, hi);
+  tt_val parts[2] = {mul(b, s, g), mul(b, mul(b, mul(b, sub(b, K(b, s, 1), s), s), g), lo)};
+  return OUT(tt_b_concat(b, parts, 2, (int)dim));
+}
+
+/* _prelu_kernel(self, weight): x > 0 ? x : w * x (weight already broadcastable) */
+static tt_error *prelu_setup(tt_lower_ctx *c, const int *args, int n, tt_dtype *dt, int *nd,
+                             int64_t *dims) {
+  *dt = tt_result_type(c, args, n);
+  if (!tt_dtype_is_floating(*dt)) return tt_lc_decline(c, "prelu of %s", tt_dtype_name(*dt));
+  return tt_broadcast_args(c, args, n, nd, dims);
+}
+
+static tt_error *lower_prelu_kernel(tt_lower_ctx *c) {
+  int args[2] = {0, 1}, nd;
+  int64_t dims[TT_MAX_DIMS];
+  tt_dtype dt;
+  TT_TRY(prelu_setup(c, args, 2, &dt, &nd, dims));
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype cm = opmath(dt);
+  tt_val x = tt_b_convert(b, tt_operand(c, 0, dt, nd, dims), cm);
+  tt_val w = tt_b_convert(b, tt_operand(c, 1, dt, nd, dims), cm);
+  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), x, mul(b, w, x)));
+}
+
+/* _prelu_kernel_backward(grad, self, weight) ->
+ *   (x > 0 ? g : w g, x > 0 ? 0 : x g), both of the broadcast shape */
+static tt_error *lower_prelu_kernel_backward(tt_lower_ctx *c) {
+  int args[3] = {0, 1, 2}, nd;
+  int64_t dims[TT_MAX_DIMS];
+  tt_dtype dt;
+  TT_TRY(prelu_setup(c, args, 3, &dt, &nd, dims));
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype cm = opmath(dt);
+  tt_val g = tt_b_convert(b, tt_operand(c, 0, dt, nd, dims), cm);
+  tt_val x = tt_b_convert(b, tt_operand(c, 1, dt, nd, dims), cm);
+  tt_val w = tt_b_convert(b, tt_operand(c, 2, dt, nd, dims), cm);
+  tt_val pos = cmp(b, "GT", x, K(b, x, 0));
+  tt_lc_output(c, tt_b_convert(b, sel(b, pos, g, mul(b, w, g)), dt));
+  tt_lc_output(c, tt_b_convert(b, sel(b, pos, K(b, x, 0), mul(b, x, g)), dt));
+  return NULL;
+}
+
 /* ------------------------------------------------------------ table */
 
 #define FU(op) {lower_##op, {#op, #op "_", #op ".out"}}
@@ -579,5 +948,30 @@ TT_LOWERINGS(unary) = {
     {lower_hardsigmoid_backward, {"hardsigmoid_backward", "hardsigmoid_backward.grad_input"}},
     FU(hardswish),
     {lower_hardswish_backward, {"hardswish_backward", "hardswish_backward.out"}},
+    {lower_silu_backward, {"silu_backward", "silu_backward.grad_input"}},
+    {lower_mish_backward, {"mish_backward"}},
+    {lower_log_sigmoid_forward, {"log_sigmoid_forward", "log_sigmoid_forward.output"}},
+    {lower_log_sigmoid_backward, {"log_sigmoid_backward", "log_sigmoid_backward.grad_input"}},
+    {lower_softshrink, {"softshrink", "softshrink.out"}},
+    {lower_hardshrink, {"hardshrink", "hardshrink.out"}},
+    {lower_shrink_backward, {"softshrink_backward", "softshrink_backward.grad_input",
+                             "hardshrink_backward", "hardshrink_backward.grad_input"}},
+    FU(threshold), FU(celu),
+    {lower_rrelu_with_noise, {"rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise.out"}},
+    {lower_rrelu_with_noise_backward, {"rrelu_with_noise_backward",
+                                       "rrelu_with_noise_backward.out"}},
+    {lower_glu, {"glu", "glu.out"}},
+    {lower_glu_backward, {"glu_backward", "glu_backward.grad_input"}},
+    {lower_prelu_kernel, {"_prelu_kernel"}},
+    {lower_prelu_kernel_backward, {"_prelu_kernel_backward"}},
+    FU(sinc), FU(deg2rad), FU(rad2deg), FU(lgamma), FU(digamma),
+    {lower_angle, {"angle", "angle.out"}},
+    {lower_special_entr, {"special_entr", "special_entr.out"}},
+    {lower_polygamma, {"polygamma", "polygamma_", "polygamma.out"}},
+    FU(logit),
+    {lower_logit_backward, {"logit_backward", "logit_backward.grad_input"}},
+    {lower_signbit, {"signbit", "signbit.out"}},
+    {lower_isposinf, {"isposinf", "isposinf.out"}},
+    {lower_isneginf, {"isneginf", "isneginf.out"}},
     {NULL, {NULL}},
 };
