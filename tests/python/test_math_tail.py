@@ -1,0 +1,135 @@
+"""Long tail of elementwise math and activations, compared against CPU."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from harness import check
+
+
+def _x(*shape, lo=-3.0, hi=3.0, dtype=torch.float32):
+    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
+
+
+# ------------------------------------------------------------ activations
+
+@pytest.mark.parametrize("fn", [F.silu, F.mish, F.logsigmoid, F.softshrink, F.hardshrink,
+                                lambda x: F.softshrink(x, 1.2), lambda x: F.hardshrink(x, 1.2),
+                                lambda x: F.threshold(x, 0.5, -2.0), F.celu,
+                                lambda x: F.celu(x, 0.7), F.selu,
+                                lambda x: F.rrelu(x, training=False)])
+def test_activation_grad(fn):
+    check(fn, _x(4, 5), grad=True)
+
+
+def test_activation_half():
+    check(lambda x: F.silu(x) + F.logsigmoid(x) + F.softshrink(x), _x(6, dtype=torch.bfloat16))
+
+
+def test_threshold_int_and_inplace():
+    check(lambda x: F.threshold(x, 1, 7), torch.arange(-3, 4))
+    check(lambda x: F.threshold_(x.clone(), 0.5, 2.0), _x(5))
+
+
+def test_glu_grad():
+    check(lambda x: F.glu(x), _x(3, 4), grad=True)
+    check(lambda x: F.glu(x, 0), _x(4, 3), grad=True)
+
+
+def test_prelu_grad():
+    check(lambda x, w: F.prelu(x, w), _x(2, 3, 4), torch.tensor([0.1, 0.2, 0.3]), grad=True)
+    check(lambda x, w: F.prelu(x, w), _x(5), torch.tensor([0.25]), grad=True)
+
+
+def test_logit_grad():
+    x = torch.tensor([0.0, 0.001, 0.3, 0.5, 0.999, 1.0, 1.5, -0.5])
+    check(lambda x: torch.logit(x), x, grad=True)
+    check(lambda x: torch.logit(x, 0.01), x, grad=True)
+
+
+# ------------------------------------------------------------ unary math
+
+@pytest.mark.parametrize("fn", [torch.sinc, torch.deg2rad, torch.rad2deg, torch.lgamma,
+                                torch.digamma, lambda x: torch.polygamma(1, x),
+                                lambda x: torch.polygamma(2, x), torch.special.entr, torch.angle])
+def test_unary_math_grad(fn):
+    check(fn, _x(9, lo=0.1, hi=4.0), grad=True, atol=1e-5, rtol=1e-5)
+
+
+def test_unary_math_edges():
+    x = torch.tensor([0.0, -0.0, -1.0, -2.5, 1.0, 2.0, float("nan"), float("inf"), -float("inf")])
+    check(lambda x: (torch.sinc(x), torch.special.entr(x), torch.angle(x), torch.digamma(x)), x)
+
+
+def test_unary_math_int_promotes():
+    check(lambda x: (torch.sinc(x), torch.deg2rad(x), torch.lgamma(x), torch.angle(x)),
+          torch.arange(-2, 4))
+
+
+def test_sign_predicates():
+    x = torch.tensor([0.0, -0.0, 1.0, -2.0, float("inf"), -float("inf"), float("nan")])
+    check(lambda x: (torch.signbit(x), torch.isposinf(x), torch.isneginf(x)), x)
+    check(lambda x: (torch.signbit(x), torch.isposinf(x)), torch.tensor([-1, 0, 2]))
+
+
+# ------------------------------------------------------------ binary math
+
+def test_xlogy_grad():
+    x = torch.tensor([0.0, 1.0, 2.0, 0.0, 3.0])
+    y = torch.tensor([0.0, 0.5, 2.0, float("nan"), 4.0])
+    check(torch.xlogy, x, y)
+    check(torch.xlogy, _x(4, lo=0.5), _x(4, lo=0.5), grad=True)
+    check(lambda y: torch.xlogy(2.0, y), _x(4, lo=0.5), grad=True)
+    check(lambda x: torch.xlogy(x, 3), torch.arange(4))
+    check(torch.special.xlog1py, x, y)
+    check(torch.special.xlog1py, _x(4, lo=0.5), _x(4, lo=0.5), grad=True)
+
+
+def test_hypot_copysign_grad():
+    check(torch.hypot, _x(3, 4), _x(4), grad=True)
+    check(torch.hypot, torch.tensor([3e30, 0.0, float("inf")]), torch.tensor([4e30, 0.0, float("nan")]))
+    check(torch.copysign, _x(5), torch.tensor([1.0, -1.0, 0.0, -0.0, 2.0]), grad=True)
+    check(lambda x: torch.copysign(x, -1), torch.arange(4))
+
+
+def test_nextafter_heaviside():
+    x = torch.tensor([0.0, 1.0, -1.0, 2.0, 1.0, float("nan")])
+    y = torch.tensor([1.0, 2.0, -2.0, 1.0, 1.0, 1.0])
+    check(torch.nextafter, x, y)
+    check(torch.nextafter, x.double(), y.double())
+    check(torch.heaviside, torch.tensor([-1.0, 0.0, 2.0]), torch.tensor([0.5]))
+    check(torch.heaviside, torch.tensor([-1, 0, 2]), torch.tensor([7, 7, 7]))
+
+
+def test_logaddexp_grad():
+    check(torch.logaddexp, _x(4), _x(4), grad=True)
+    check(torch.logaddexp2, _x(4), _x(4), grad=True)
+    inf = float("inf")
+    check(torch.logaddexp, torch.tensor([inf, -inf, 1.0]), torch.tensor([inf, -inf, -inf]))
+
+
+def test_float_power():
+    check(lambda x: torch.float_power(x, 2), _x(4), grad=True)
+    check(torch.float_power, _x(4, lo=0.5), torch.arange(4))
+    check(lambda x: torch.float_power(2, x), torch.arange(4))
+
+
+def test_shifts():
+    x = torch.tensor([1, -8, 5, 3], dtype=torch.int32)
+    check(lambda x: (x << 2, x >> 1, x << 40, x >> 40), x)
+    check(lambda x, y: (x << y, x >> y), torch.tensor([1, 200, 7], dtype=torch.uint8),
+          torch.tensor([1, 3, 9], dtype=torch.uint8))
+    check(lambda x, y: (torch.bitwise_left_shift(x, y), torch.bitwise_right_shift(x, y)),
+          torch.tensor([5, -5, 9]), torch.tensor([1, 2, -1]))
+
+
+def test_gcd_lcm():
+    a = torch.tensor([12, -18, 0, 7, 0, 1071])
+    b = torch.tensor([8, 12, 5, 0, 0, 462])
+    check(lambda a, b: (torch.gcd(a, b), torch.lcm(a, b)), a, b)
+    check(torch.gcd, a.to(torch.int16), b.to(torch.int16))
+
+
+@pytest.mark.parametrize("fn", [torch.i0, torch.special.i0e, torch.special.i1, torch.special.i1e])
+def test_bessel_grad(fn):
+    check(fn, torch.tensor([-12.0, -8.0, -3.5, -0.2, 0.0, 0.7, 5.0, 8.5, 20.0]), grad=True)
+    check(fn, torch.tensor([-12.0, -3.5, 0.0, 0.7, 8.5, 20.0], dtype=torch.float64))
