@@ -13,6 +13,7 @@
  * its kind (bool/int/float), which is part of the cache key. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -552,7 +553,10 @@ static tt_error *lower_copysign(tt_lower_ctx *c) {
   return NULL;
 }
 
-/* nextafter(x, y) on the bit pattern, in the tensor dtype. */
+/* nextafter(x, y) on integer keys of the bit patterns (the XLA CPU runtime
+ * flushes subnormals to zero in float comparisons; integer ones keep
+ * them): key = bits >= 0 ? bits : -(bits & ~sign), ordered like the floats
+ * with -0 == +0. */
 static tt_error *lower_nextafter(tt_lower_ctx *c) {
   tt_dtype dt = result2(c, 0, 1);
   if (!tt_dtype_is_floating(dt))
@@ -564,16 +568,26 @@ static tt_error *lower_nextafter(tt_lower_ctx *c) {
   tt_val x = tt_operand(c, 0, dt, s.nd, s.dims), y = tt_operand(c, 1, dt, s.nd, s.dims);
   tt_shape is = tt_b_shape(b, x);
   is.dtype = dt == TT_F64 ? TT_I64 : dt == TT_F32 ? TT_I32 : TT_I16;
-  tt_val bits = tt_b_bitcast(b, x, is);
-  tt_val zero = K(b, x, 0);
-  tt_val away = cmp(b, "EQ", cmp(b, "GT", y, x), cmp(b, "GT", x, zero));
-  tt_val one = tt_b_full(b, is, 1);
-  tt_val step = tt_b_bitcast(b, sel(b, away, bin(b, "add", bits, one), bin(b, "subtract", bits, one)),
-                             tt_b_shape(b, x));
-  tt_val tiny = tt_b_bitcast(b, one, tt_b_shape(b, x));
-  tt_val r = sel(b, cmp(b, "EQ", x, zero), sel(b, sign_bit(b, y), un(b, "negate", tiny), tiny), step);
-  r = sel(b, bin(b, "or", isnan_(b, x), isnan_(b, y)), K(b, x, NAN), r);
-  tt_lc_output(c, sel(b, cmp(b, "EQ", x, y), y, r));
+  int width = dt == TT_F64 ? 64 : dt == TT_F32 ? 32 : 16;
+  int64_t inf_bits = dt == TT_F64 ? INT64_C(0x7ff0000000000000)
+                     : dt == TT_F32 ? 0x7f800000 : dt == TT_F16 ? 0x7c00 : 0x7f80;
+  int64_t mag_mask = (int64_t)(UINT64_MAX >> (65 - width));
+  tt_val zero = tt_b_full(b, is, 0), one = tt_b_full(b, is, 1);
+  tt_val mask = tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, mag_mask), is.ndim, is.dims);
+  tt_val infk = tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, inf_bits), is.ndim, is.dims);
+  tt_val bx = tt_b_bitcast(b, x, is), by = tt_b_bitcast(b, y, is);
+  tt_val mx = bin(b, "and", bx, mask), my = bin(b, "and", by, mask);
+  tt_val kx = sel(b, cmp(b, "LT", bx, zero), un(b, "negate", mx), mx);
+  tt_val ky = sel(b, cmp(b, "LT", by, zero), un(b, "negate", my), my);
+  tt_val nan = bin(b, "or", cmp(b, "GT", mx, infk), cmp(b, "GT", my, infk));
+  tt_val away = cmp(b, "EQ", cmp(b, "GT", ky, kx), cmp(b, "GT", kx, zero));
+  tt_val step = sel(b, away, bin(b, "add", bx, one), bin(b, "subtract", bx, one));
+  /* bits of the smallest subnormal, with y's sign */
+  tt_val tiny = sel(b, cmp(b, "LT", ky, zero), bin(b, "or", one, un(b, "not", mask)), one);
+  tt_val rb = sel(b, cmp(b, "EQ", kx, zero), tiny, step);
+  tt_val r = tt_b_bitcast(b, rb, tt_b_shape(b, x));
+  r = sel(b, cmp(b, "EQ", kx, ky), y, r);
+  tt_lc_output(c, sel(b, nan, K(b, x, NAN), r));
   return NULL;
 }
 

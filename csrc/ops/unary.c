@@ -294,6 +294,48 @@ FLOAT_UNARY(special_i0e)
 FLOAT_UNARY(special_i1)
 FLOAT_UNARY(special_i1e)
 
+/* frexp(self) -> (mantissa in [0.5, 1), int32 exponent), computed on the
+ * bit pattern only (the XLA CPU runtime flushes subnormal floats to zero in
+ * arithmetic and comparisons; bit operations keep them). Subnormals are
+ * normalized with count_leading_zeros; 0, inf and NaN give (x, 0) like
+ * std::frexp. */
+static tt_error *lower_frexp(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (!tt_dtype_is_floating(dt))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "torch.frexp() only supports floating-point dtypes");
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = read_as(c, 0, dt);
+  int mbits = dt == TT_F64 ? 52 : dt == TT_F32 ? 23 : dt == TT_F16 ? 10 : 7;
+  int width = dt == TT_F64 ? 64 : dt == TT_F32 ? 32 : 16;
+  int64_t emask = dt == TT_F64 ? 0x7ff : dt == TT_F16 ? 0x1f : 0xff;
+  int64_t bias = dt == TT_F64 ? 1022 : dt == TT_F16 ? 14 : 126;
+  int64_t mmask = (INT64_C(1) << mbits) - 1;
+  tt_shape is = tt_b_shape(b, x);
+  is.dtype = dt == TT_F64 ? TT_I64 : dt == TT_F32 ? TT_I32 : TT_I16;
+#define IK(v) tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, (v)), is.ndim, is.dims)
+  tt_val bits = tt_b_bitcast(b, x, is);
+  tt_val e = tt_b_binary(b, "and", tt_b_binary(b, "shift_right_logical", bits, IK(mbits)), IK(emask));
+  tt_val m = tt_b_binary(b, "and", bits, IK(mmask));
+  tt_val sign = tt_b_binary(b, "and", bits, IK(INT64_MIN >> (64 - width)));
+  /* normal: exponent e - bias, mantissa bits m */
+  tt_val ex_n = sub(b, e, IK(bias));
+  /* subnormal: leading one of m at p = width - 1 - clz(m) */
+  tt_val p = sub(b, IK(width - 1), un(b, "count_leading_zeros", m));
+  tt_val ex_s = sub(b, add(b, p, IK(1)), IK(bias + mbits));
+  tt_val m_s = tt_b_binary(b, "and", tt_b_binary(b, "shift_left", m, sub(b, IK(mbits), p)), IK(mmask));
+  tt_val is_sub = cmp(b, "EQ", e, IK(0));
+  tt_val mant_bits = tt_b_binary(b, "or", tt_b_binary(b, "or", sign, IK(bias << mbits)),
+                                 sel(b, is_sub, m_s, m));
+  tt_val ex = sel(b, is_sub, ex_s, ex_n);
+  tt_val special = tt_b_binary(b, "or", cmp(b, "EQ", e, IK(emask)),
+                               tt_b_binary(b, "and", is_sub, cmp(b, "EQ", m, IK(0))));
+#undef IK
+  tt_lc_output(c, sel(b, special, x, tt_b_bitcast(b, mant_bits, tt_b_shape(b, x))));
+  tt_lc_output(c, tt_b_convert(b, sel(b, special, tt_b_full(b, is, 0), ex), TT_I32));
+  return NULL;
+}
+
 /* polygamma(n, self) (in place: polygamma_(self, n)). n = 0 is digamma. */
 static tt_error *lower_polygamma(tt_lower_ctx *c) {
   bool n_first = tt_lc_kind(c, 0) == TT_ARG_INT;
@@ -892,10 +934,10 @@ static tt_error *lower_celu(tt_lower_ctx *c) {
 
 /* rrelu_with_noise(self, noise, lower, upper, training, generator): in eval
  * mode leaky_relu with slope (lower + upper) / 2 (in double). */
-static tt_val rrelu_slope(tt_lower_ctx *c, tt_val like) {
+static tt_val rrelu_slope(tt_lower_ctx *c, int lower_arg, tt_val like) {
   tt_builder *b = tt_lc_builder(c);
   tt_shape s = tt_b_shape(b, like);
-  tt_val lo = tt_lc_scalar(c, 2, TT_F64), hi = tt_lc_scalar(c, 3, TT_F64);
+  tt_val lo = tt_lc_scalar(c, lower_arg, TT_F64), hi = tt_lc_scalar(c, lower_arg + 1, TT_F64);
   tt_val sl = mul(b, add(b, lo, hi), tt_b_constant(b, TT_F64, 0.5));
   return tt_b_broadcast_to(b, tt_b_convert(b, sl, s.dtype), s.ndim, s.dims);
 }
@@ -903,7 +945,7 @@ static tt_val rrelu_slope(tt_lower_ctx *c, tt_val like) {
 static tt_error *lower_rrelu_with_noise(tt_lower_ctx *c) {
   if (tt_lc_bool(c, 4, false)) return tt_lc_decline(c, "rrelu in training mode (random slopes)");
   FLOAT_SELF(0);
-  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), x, mul(b, x, rrelu_slope(c, x))));
+  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), x, mul(b, x, rrelu_slope(c, 2, x))));
 }
 
 /* rrelu_with_noise_backward(grad, self, noise, lower, upper, training, self_is_result) */
@@ -912,7 +954,7 @@ static tt_error *lower_rrelu_with_noise_backward(tt_lower_ctx *c) {
   TT_TRY(require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = read_as(c, 0, opmath(dt));
-  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), g, mul(b, g, rrelu_slope(c, x))));
+  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), g, mul(b, g, rrelu_slope(c, 3, x))));
 }
 
 /* glu(self, dim): a * sigmoid(b) over the two halves of dim. */
@@ -1064,5 +1106,6 @@ TT_LOWERINGS(unary) = {
     {lower_special_i0e, {"special_i0e", "special_i0e.out"}},
     {lower_special_i1, {"special_i1", "special_i1.out"}},
     {lower_special_i1e, {"special_i1e", "special_i1e.out"}},
+    {lower_frexp, {"frexp.Tensor", "frexp.Tensor_out"}},
     {NULL, {NULL}},
 };

@@ -133,3 +133,16 @@ def test_gcd_lcm():
 def test_bessel_grad(fn):
     check(fn, torch.tensor([-12.0, -8.0, -3.5, -0.2, 0.0, 0.7, 5.0, 8.5, 20.0]), grad=True)
     check(fn, torch.tensor([-12.0, -3.5, 0.0, 0.7, 8.5, 20.0], dtype=torch.float64))
+
+
+def test_frexp():
+    x = torch.tensor([0.0, -0.0, 1.0, -3.5, 1e-40, 1e30, float("inf"), float("nan"), 0.75])
+    check(torch.frexp, x)
+    check(torch.frexp, x.double())
+    check(torch.frexp, torch.tensor([0.0, 1.0, -3.5, 1e-6, 6e4]).half())
+
+
+def test_nextafter_subnormal():
+    x = torch.tensor([0.0, -0.0, 1e-45, 1e-40, -1e-40, 1e-38])
+    y = torch.tensor([-1.0, 1.0, 0.0, 1.0, 1.0, 0.0])
+    check(torch.nextafter, x, y)
