@@ -336,6 +336,27 @@ static tt_error *lower_frexp(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* trigamma as PyTorch's calc_trigamma: reflection below 0.5, six shifted
+ * terms, then the asymptotic series. */
+static tt_val f_trigamma(tt_builder *b, tt_val x0) {
+  tt_val one = K(b, x0, 1);
+  tt_val refl = cmp(b, "LT", x0, K(b, x0, 0.5));
+  tt_val sp = un(b, "sine", mul(b, K(b, x0, M_PI), x0));
+  tt_val result = sel(b, refl, un(b, "negate", dvd(b, K(b, x0, M_PI * M_PI), mul(b, sp, sp))),
+                      K(b, x0, 0));
+  tt_val x = sel(b, refl, sub(b, one, x0), x0);
+  for (int i = 0; i < 6; i++) {
+    result = add(b, result, dvd(b, one, mul(b, x, x)));
+    x = add(b, x, one);
+  }
+  tt_val ixx = dvd(b, one, mul(b, x, x));
+  tt_val poly = mul(b, ixx, sub(b, K(b, x, 1.0 / 6), mul(b, ixx, sub(b, K(b, x, 1.0 / 30),
+                                                                   mul(b, ixx, K(b, x, 1.0 / 42))))));
+  tt_val series = dvd(b, add(b, add(b, one, dvd(b, one, mul(b, K(b, x, 2), x))), poly), x);
+  result = add(b, result, series);
+  return sel(b, refl, un(b, "negate", result), result);
+}
+
 /* polygamma(n, self) (in place: polygamma_(self, n)). n = 0 is digamma. */
 static tt_error *lower_polygamma(tt_lower_ctx *c) {
   bool n_first = tt_lc_kind(c, 0) == TT_ARG_INT;
@@ -346,12 +367,10 @@ static tt_error *lower_polygamma(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype out = float_result(arg_dtype(c, xi));
   tt_val x = read_as(c, xi, opmath(out)), r;
-  if (n == 0) {
-    r = f_digamma(b, x);
-  } else {
-    tt_val ins[2] = {K(b, x, (double)n), x};
-    r = tt_b_op(b, "chlo.polygamma", ins, 2, NULL, tt_b_shape(b, x));
-  }
+  if (n == 0) r = f_digamma(b, x);
+  else if (n == 1) r = f_trigamma(b, x);
+  else /* CPU's Cephes zeta differs from chlo.polygamma for x < 0 */
+    return tt_lc_decline(c, "polygamma with n >= 2");
   tt_lc_output(c, tt_b_convert(b, r, out));
   return NULL;
 }
