@@ -388,11 +388,19 @@ static tt_error *clamp_common(tt_lower_ctx *c, int lo_arg, int hi_arg) {
   if (has_lo) args[n++] = lo_arg;
   if (has_hi) args[n++] = hi_arg;
   tt_dtype dt = tt_result_type(c, args, n);
-  if (dt == TT_BOOL) return tt_lc_decline(c, "clamp of bool");
   bshape s;
   TT_TRY(broadcast(c, args, n, &s));
   tt_builder *b = tt_lc_builder(c);
   tt_val r = tt_operand(c, 0, dt, s.nd, s.dims);
+  if (dt == TT_BOOL) { /* max(x, lo) = x | lo, min(x, hi) = x & hi */
+    /* CPU supports bool only with a single Tensor bound */
+    if (n != 2 || tt_lc_kind(c, args[1]) != TT_ARG_TENSOR)
+      return tt_lc_decline(c, "clamp of bool");
+    if (has_lo) r = bin(b, "or", r, tt_operand(c, lo_arg, dt, s.nd, s.dims));
+    if (has_hi) r = bin(b, "and", r, tt_operand(c, hi_arg, dt, s.nd, s.dims));
+    tt_lc_output(c, r);
+    return NULL;
+  }
   bool fl = tt_dtype_is_floating(dt);
   if (has_lo) {
     tt_val lo = tt_operand(c, lo_arg, dt, s.nd, s.dims);
@@ -441,7 +449,8 @@ static tt_error *lower_lerp(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype cm = opmath(dt);
   tt_val x = operand(c, 0, dt, cm, &s), e = operand(c, 1, dt, cm, &s);
-  tt_val w = operand(c, 2, dt, cm, &s);
+  /* a Scalar weight enters at opmath precision (PyTorch reads it as opmath_t) */
+  tt_val w = operand_ex(c, 2, dt, cm, &s, true);
   tt_val diff = bin(b, "subtract", e, x);
   tt_val small = cmp(b, "LT", tt_b_unary(b, "abs", w), K(b, w, 0.5));
   tt_val lo = bin(b, "add", x, bin(b, "multiply", w, diff));

@@ -152,3 +152,13 @@ def test_nextafter_subnormal():
     x = torch.tensor([0.0, -0.0, 1e-45, 1e-40, -1e-40, 1e-38])
     y = torch.tensor([-1.0, 1.0, 0.0, 1.0, 1.0, 0.0])
     check(torch.nextafter, x, y)
+
+
+def test_clamp_bool_and_lerp_half_scalar_weight():
+    a = torch.tensor([True, False, True, False])
+    lo = torch.tensor([False, False, True, True])
+    hi = torch.tensor([True, False, False, True])
+    check(lambda a, lo, hi: (torch.clamp(a, min=lo), torch.clamp_min(a, lo), torch.clamp_max(a, hi)),
+          a, lo, hi)
+    check(lambda x, y: torch.lerp(x, y, 0.4), torch.tensor([4.1640625]).half(),
+          torch.tensor([-6.25390625]).half())
