@@ -964,7 +964,15 @@ static tt_val rrelu_slope(tt_lower_ctx *c, int lower_arg, tt_val like) {
 static tt_error *lower_rrelu_with_noise(tt_lower_ctx *c) {
   if (tt_lc_bool(c, 4, false)) return tt_lc_decline(c, "rrelu in training mode (random slopes)");
   FLOAT_SELF(0);
-  return OUT(sel(b, cmp(b, "GT", x, K(b, x, 0)), x, mul(b, x, rrelu_slope(c, 2, x))));
+  tt_val r = tt_b_convert(b, sel(b, cmp(b, "GT", x, K(b, x, 0)), x, mul(b, x, rrelu_slope(c, 2, x))), dt);
+  /* destinations in argument order: in place (self, noise), out= (noise, out);
+   * noise is left untouched in eval mode */
+  const char *name = tt_lc_op_name(c);
+  bool inplace = !strcmp(name, "rrelu_with_noise_"), out = !strcmp(name, "rrelu_with_noise.out");
+  if (out) tt_lc_output_unchanged(c);
+  tt_lc_output(c, r);
+  if (inplace) tt_lc_output_unchanged(c);
+  return NULL;
 }
 
 /* rrelu_with_noise_backward(grad, self, noise, lower, upper, training, self_is_result) */

@@ -162,3 +162,14 @@ def test_clamp_bool_and_lerp_half_scalar_weight():
           a, lo, hi)
     check(lambda x, y: torch.lerp(x, y, 0.4), torch.tensor([4.1640625]).half(),
           torch.tensor([-6.25390625]).half())
+
+
+def test_inplace_and_out_variants():
+    x, y = _x(5), _x(5, lo=0.5, hi=2.0)
+    check(lambda x, y: (x.clone().hypot_(y), x.clone().copysign_(-1.0), y.clone().digamma_(),
+                        y.clone().polygamma_(1), (y / 3).logit_(0.1), x.clone().sinc_()), x, y)
+    check(lambda x: (F.rrelu(x.clone(), inplace=True), F.celu(x.clone(), inplace=True),
+                     F.threshold(x.clone(), 0.1, 5.0, inplace=True)), x)
+    check(lambda x, y: torch.xlogy(x, y, out=torch.empty(5, device=x.device)), x, y)
+    check(lambda i: (i.clone().__ilshift__(2), i.clone().gcd_(torch.tensor([6], device=i.device))),
+          torch.tensor([3, -6, 9, 0, 12]))
