@@ -212,7 +212,10 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
   tt_val r;
   if (tt_dtype_is_floating(dt))
-    r = trunc ? trunc_f(b, bin(b, "divide", o.x, o.y)) : float_floor_div(b, o.x, o.y);
+    /* trunc: PyTorch's CPU kernel rounds the quotient to float16/bfloat16
+     * (scalar_t arithmetic) before truncating */
+    r = trunc ? trunc_f(b, tt_b_convert(b, tt_b_convert(b, bin(b, "divide", o.x, o.y), dt), o.cm))
+              : float_floor_div(b, o.x, o.y);
   else
     r = trunc ? bin(b, "divide", o.x, o.y) : int_floor_div(b, o.x, o.y);
   output(c, &o, r);

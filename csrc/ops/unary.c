@@ -719,7 +719,17 @@ static tt_error *lower_threshold_backward(tt_lower_ctx *c) {
 
 /* hardtanh(self, min_val, max_val) = clamp (std::min/max: NaN self propagates) */
 static tt_error *lower_hardtanh(tt_lower_ctx *c) {
-  /* Integer self: PyTorch promotes through clamp by the bounds' kinds; run on CPU. */
+  /* Integer self keeps its dtype; the bounds are cast to it (truncated). */
+  tt_dtype it = arg_dtype(c, 0);
+  if (tt_dtype_is_integral(it)) {
+    tt_builder *b = tt_lc_builder(c);
+    tt_val x = read_as(c, 0, it);
+    tt_val lo = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? S(c, 1, x) : K(b, x, -1);
+    tt_val hi = tt_lc_nargs(c) > 2 && !tt_lc_is_none(c, 2) ? S(c, 2, x) : K(b, x, 1);
+    tt_val r = sel(b, cmp(b, "LT", x, lo), lo, x);
+    tt_lc_output(c, sel(b, cmp(b, "LT", hi, r), hi, r));
+    return NULL;
+  }
   FLOAT_SELF(0);
   tt_val lo = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? S(c, 1, x) : K(b, x, -1);
   tt_val hi = tt_lc_nargs(c) > 2 && !tt_lc_is_none(c, 2) ? S(c, 2, x) : K(b, x, 1);

@@ -173,3 +173,22 @@ def test_inplace_and_out_variants():
     check(lambda x, y: torch.xlogy(x, y, out=torch.empty(5, device=x.device)), x, y)
     check(lambda i: (i.clone().__ilshift__(2), i.clone().gcd_(torch.tensor([6], device=i.device))),
           torch.tensor([3, -6, 9, 0, 12]))
+
+
+def test_div_trunc_bfloat16_rounds_quotient():
+    x = torch.tensor([2.99, -5.98, 7.0, 1.0]).bfloat16()
+    y = torch.tensor([1.0, 2.0, 3.0, 0.3]).bfloat16()
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), x * 100, y)
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), x, y)
+
+
+def test_shift_scalar_self():
+    check(lambda y: (torch.bitwise_left_shift(5, y), torch.bitwise_right_shift(-64, y)),
+          torch.tensor([0, 1, 3, 70]))
+
+
+def test_hardtanh_int():
+    i = torch.tensor([-3, 0, 2, 9])
+    check(lambda i: (F.hardtanh(i), F.relu6(i), F.hardtanh(i, -2, 5),
+                     torch.ops.aten.hardtanh(i, -1.5, 2.5)), i)
+    check(lambda i: F.hardtanh(i, 0, 6), i.to(torch.uint8))
