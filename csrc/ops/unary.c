@@ -357,6 +357,69 @@ static tt_val f_trigamma(tt_builder *b, tt_val x0) {
   return sel(b, refl, un(b, "negate", result), result);
 }
 
+/* ndtri (inverse of the standard normal CDF): the Cephes rational
+ * approximations PyTorch's calc_ndtri uses, all branches computed and
+ * selected. */
+static const double NDTRI_P0[] = {-5.99633501014107895267E1, 9.80010754185999661536E1,
+                                  -5.66762857469070293439E1, 1.39312609387279679503E1,
+                                  -1.23916583867381258016E0};
+static const double NDTRI_Q0[] = {1.0, 1.95448858338141759834E0, 4.67627912898881538453E0,
+                                  8.63602421390890590575E1, -2.25462687854119370527E2,
+                                  2.00260212380060660359E2, -8.20372256168333339912E1,
+                                  1.59056225126211695515E1, -1.18331621121330003142E0};
+static const double NDTRI_P1[] = {4.05544892305962419923E0, 3.15251094599893866154E1,
+                                  5.71628192246421288162E1, 4.40805073893200834700E1,
+                                  1.46849561928858024014E1, 2.18663306850790267539E0,
+                                  -1.40256079171354495875E-1, -3.50424626827848203418E-2,
+                                  -8.57456785154685413611E-4};
+static const double NDTRI_Q1[] = {1.0, 1.57799883256466749731E1, 4.53907635128879210584E1,
+                                  4.13172038254672030440E1, 1.50425385692907503408E1,
+                                  2.50464946208309415979E0, -1.42182922854787788574E-1,
+                                  -3.80806407691578277194E-2, -9.33259480895457427372E-4};
+static const double NDTRI_P2[] = {3.23774891776946035970E0, 6.91522889068984211695E0,
+                                  3.93881025292474443415E0, 1.33303460815807542389E0,
+                                  2.01485389549179081538E-1, 1.23716634817820021358E-2,
+                                  3.01581553508235416007E-4, 2.65806974686737550832E-6,
+                                  6.23974539184983293730E-9};
+static const double NDTRI_Q2[] = {1.0, 6.02427039364742014255E0, 3.67983563856160859403E0,
+                                  1.37702099489081330271E0, 2.16236993594496635890E-1,
+                                  1.34204006088543189037E-2, 3.28014464682127739104E-4,
+                                  2.89247864745380683936E-6, 6.79019408009981274425E-9};
+
+/* Horner: coef[0] x^n + ... + coef[n] */
+static tt_val horner(tt_builder *b, tt_val x, const double *coef, int n) {
+  tt_val r = K(b, x, coef[0]);
+  for (int i = 1; i <= n; i++) r = add(b, mul(b, r, x), K(b, x, coef[i]));
+  return r;
+}
+
+static tt_val f_special_ndtri(tt_builder *b, tt_val y0) {
+  const double e2 = 0.13533528323661269189; /* exp(-2) */
+  tt_val one = K(b, y0, 1), zero = K(b, y0, 0);
+  tt_val flip = cmp(b, "GT", y0, K(b, y0, 1 - e2));
+  tt_val y = sel(b, flip, sub(b, one, y0), y0);
+  /* central: |y - 0.5| <= 3/8 */
+  tt_val yc = sub(b, y0, K(b, y0, 0.5));
+  tt_val y2 = mul(b, yc, yc);
+  tt_val xc = add(b, yc, mul(b, yc, dvd(b, mul(b, y2, horner(b, y2, NDTRI_P0, 4)),
+                                        horner(b, y2, NDTRI_Q0, 8))));
+  xc = mul(b, xc, K(b, y0, 2.50662827463100050242E0));
+  /* tails */
+  tt_val x = un(b, "sqrt", mul(b, K(b, y, -2), un(b, "log", y)));
+  tt_val x0 = sub(b, x, dvd(b, un(b, "log", x), x));
+  tt_val z = dvd(b, one, x);
+  tt_val r1 = dvd(b, horner(b, z, NDTRI_P1, 8), horner(b, z, NDTRI_Q1, 8));
+  tt_val r2 = dvd(b, horner(b, z, NDTRI_P2, 8), horner(b, z, NDTRI_Q2, 8));
+  tt_val x1 = mul(b, z, sel(b, cmp(b, "LT", x, K(b, x, 8)), r1, r2));
+  tt_val xt = sub(b, x0, x1);
+  xt = sel(b, flip, xt, un(b, "negate", xt));
+  tt_val r = sel(b, cmp(b, "GT", y, K(b, y, e2)), xc, xt);
+  r = sel(b, tt_b_binary(b, "or", cmp(b, "LT", y0, zero), cmp(b, "GT", y0, one)), K(b, y0, NAN), r);
+  r = sel(b, cmp(b, "EQ", y0, one), K(b, y0, INFINITY), r);
+  return sel(b, cmp(b, "EQ", y0, zero), K(b, y0, -INFINITY), r);
+}
+FLOAT_UNARY(special_ndtri)
+
 /* polygamma(n, self) (in place: polygamma_(self, n)). n = 0 is digamma. */
 static tt_error *lower_polygamma(tt_lower_ctx *c) {
   bool n_first = tt_lc_kind(c, 0) == TT_ARG_INT;
@@ -1144,5 +1207,6 @@ TT_LOWERINGS(unary) = {
     {lower_special_i1, {"special_i1", "special_i1.out"}},
     {lower_special_i1e, {"special_i1e", "special_i1e.out"}},
     {lower_frexp, {"frexp.Tensor", "frexp.Tensor_out"}},
+    {lower_special_ndtri, {"special_ndtri", "special_ndtri.out"}},
     {NULL, {NULL}},
 };

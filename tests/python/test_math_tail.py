@@ -192,3 +192,10 @@ def test_hardtanh_int():
     check(lambda i: (F.hardtanh(i), F.relu6(i), F.hardtanh(i, -2, 5),
                      torch.ops.aten.hardtanh(i, -1.5, 2.5)), i)
     check(lambda i: F.hardtanh(i, 0, 6), i.to(torch.uint8))
+
+
+def test_ndtri_grad():
+    p = torch.tensor([0.0, 1e-20, 1e-6, 0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 1 - 1e-6, 1.0, -0.1, 1.1])
+    check(torch.special.ndtri, p, atol=1e-5, rtol=1e-5)
+    check(torch.special.ndtri, p.double())
+    check(torch.special.ndtri, torch.tensor([0.02, 0.3, 0.6, 0.95]), grad=True)
