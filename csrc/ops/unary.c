@@ -970,10 +970,12 @@ static tt_val in_band(tt_builder *b, tt_val x, tt_val lambd) {
 static tt_error *lower_softshrink(tt_lower_ctx *c) {
   FLOAT_SELF(0);
   if (!tt_lc_is_none(c, 1)) {
-    double l = tt_lc_scalar_value(c, 1);
-    if (!(l >= 0))
+    double l = tt_lc_scalar_value(c, 1), hi = finite_max(dt);
+    if (!(l >= 0 && l <= hi))
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
-                        "lambda must be greater or equal to 0, but found to be %g.", l);
+                        "lambda must be in range [0, %g] for input dtype %s, but found %g", hi,
+                        dt == TT_F32 ? "Float" : dt == TT_F16 ? "Half"
+                        : dt == TT_BF16 ? "BFloat16" : "Double", l);
   }
   tt_val l = scalar_or(c, 1, x, 0.5);
   tt_val r = sel(b, cmp(b, "LT", x, un(b, "negate", l)), add(b, x, l), mul(b, x, K(b, x, 0)));

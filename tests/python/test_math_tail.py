@@ -199,3 +199,14 @@ def test_ndtri_grad():
     check(torch.special.ndtri, p, atol=1e-5, rtol=1e-5)
     check(torch.special.ndtri, p.double())
     check(torch.special.ndtri, torch.tensor([0.02, 0.3, 0.6, 0.95]), grad=True)
+
+
+def test_user_errors_match_cpu():
+    x = torch.randn(4, 6)
+    for fn in [lambda x: F.softshrink(x, -0.5), lambda x: F.glu(x[:, :5]), lambda x: F.glu(x, 3),
+               lambda x: torch.polygamma(-1, x), lambda x: torch.heaviside(x, x.double())]:
+        with pytest.raises(Exception) as cpu_err:
+            fn(x)
+        with pytest.raises(type(cpu_err.value)) as tpu_err:
+            fn(x.to("tpu"))
+        assert str(tpu_err.value).split("\n")[0] == str(cpu_err.value).split("\n")[0]
