@@ -12,6 +12,9 @@
  * Scalar's value (the compiled program is reused for other values), only on
  * its kind (bool/int/float), which is part of the cache key. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/common.h"
@@ -209,7 +212,10 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
   tt_val r;
   if (tt_dtype_is_floating(dt))
-    r = trunc ? trunc_f(b, bin(b, "divide", o.x, o.y)) : float_floor_div(b, o.x, o.y);
+    /* trunc: PyTorch's CPU kernel rounds the quotient to float16/bfloat16
+     * (scalar_t arithmetic) before truncating */
+    r = trunc ? trunc_f(b, tt_b_convert(b, tt_b_convert(b, bin(b, "divide", o.x, o.y), dt), o.cm))
+              : float_floor_div(b, o.x, o.y);
   else
     r = trunc ? bin(b, "divide", o.x, o.y) : int_floor_div(b, o.x, o.y);
   output(c, &o, r);
@@ -385,11 +391,19 @@ static tt_error *clamp_common(tt_lower_ctx *c, int lo_arg, int hi_arg) {
   if (has_lo) args[n++] = lo_arg;
   if (has_hi) args[n++] = hi_arg;
   tt_dtype dt = tt_result_type(c, args, n);
-  if (dt == TT_BOOL) return tt_lc_decline(c, "clamp of bool");
   bshape s;
   TT_TRY(broadcast(c, args, n, &s));
   tt_builder *b = tt_lc_builder(c);
   tt_val r = tt_operand(c, 0, dt, s.nd, s.dims);
+  if (dt == TT_BOOL) { /* max(x, lo) = x | lo, min(x, hi) = x & hi */
+    /* CPU supports bool only with a single Tensor bound */
+    if (n != 2 || tt_lc_kind(c, args[1]) != TT_ARG_TENSOR)
+      return tt_lc_decline(c, "clamp of bool");
+    if (has_lo) r = bin(b, "or", r, tt_operand(c, lo_arg, dt, s.nd, s.dims));
+    if (has_hi) r = bin(b, "and", r, tt_operand(c, hi_arg, dt, s.nd, s.dims));
+    tt_lc_output(c, r);
+    return NULL;
+  }
   bool fl = tt_dtype_is_floating(dt);
   if (has_lo) {
     tt_val lo = tt_operand(c, lo_arg, dt, s.nd, s.dims);
@@ -438,7 +452,8 @@ static tt_error *lower_lerp(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype cm = opmath(dt);
   tt_val x = operand(c, 0, dt, cm, &s), e = operand(c, 1, dt, cm, &s);
-  tt_val w = operand(c, 2, dt, cm, &s);
+  /* a Scalar weight enters at opmath precision (PyTorch reads it as opmath_t) */
+  tt_val w = operand_ex(c, 2, dt, cm, &s, true);
   tt_val diff = bin(b, "subtract", e, x);
   tt_val small = cmp(b, "LT", tt_b_unary(b, "abs", w), K(b, w, 0.5));
   tt_val lo = bin(b, "add", x, bin(b, "multiply", w, diff));
@@ -475,6 +490,315 @@ static tt_error *addc(tt_lower_ctx *c, bool divide) {
 }
 static tt_error *lower_addcmul(tt_lower_ctx *c) { return addc(c, false); }
 static tt_error *lower_addcdiv(tt_lower_ctx *c) { return addc(c, true); }
+
+/* ------------------------------------------------------------ math tail */
+
+static tt_val un(tt_builder *b, const char *op, tt_val x) { return tt_b_unary(b, op, x); }
+
+/* Common dtype of args a, b promoted to float (ints/bool -> float32). */
+static tt_dtype float_result2(const tt_lower_ctx *c, int a, int bb) {
+  tt_dtype dt = result2(c, a, bb);
+  return tt_dtype_is_floating(dt) ? dt : TT_DEFAULT_FLOAT;
+}
+
+/* Floating-only binary ops: CPU raises "not implemented" for the rest. */
+static tt_error *float_only2(tt_lower_ctx *c, binop *o) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (!tt_dtype_is_floating(dt))
+    return tt_lc_decline(c, "%s is not implemented for %s", tt_lc_op_name(c), tt_dtype_name(dt));
+  return setup2(c, 0, 1, dt, o);
+}
+
+/* xlogy / xlog1py: y NaN -> NaN; x == 0 -> 0; else x * log(y) (log1p(y)) */
+static tt_error *xlogy_common(tt_lower_ctx *c, const char *log_op) {
+  binop o;
+  TT_TRY(setup2(c, 0, 1, float_result2(c, 0, 1), &o));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val r = bin(b, "multiply", o.x, un(b, log_op, o.y));
+  r = sel(b, cmp(b, "EQ", o.x, K(b, o.x, 0)), K(b, r, 0), r);
+  output(c, &o, sel(b, isnan_(b, o.y), K(b, r, NAN), r));
+  return NULL;
+}
+static tt_error *lower_xlogy(tt_lower_ctx *c) { return xlogy_common(c, "log"); }
+static tt_error *lower_special_xlog1py(tt_lower_ctx *c) { return xlogy_common(c, "log_plus_one"); }
+
+/* hypot: float16/bfloat16/float32 computed in float64 (exact square sum, one
+ * rounding); float64 scaled: m sqrt(1 + (n/m)^2). inf wins over NaN. */
+static tt_error *lower_hypot(tt_lower_ctx *c) {
+  binop o;
+  TT_TRY(float_only2(c, &o));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = un(b, "abs", o.x), y = un(b, "abs", o.y), r;
+  if (o.dt != TT_F64) {
+    x = tt_b_convert(b, x, TT_F64);
+    y = tt_b_convert(b, y, TT_F64);
+    r = un(b, "sqrt", bin(b, "add", bin(b, "multiply", x, x), bin(b, "multiply", y, y)));
+  } else {
+    tt_val m = bin(b, "maximum", x, y), n = bin(b, "minimum", x, y);
+    tt_val q = bin(b, "divide", n, m);
+    r = bin(b, "multiply", m, un(b, "sqrt", bin(b, "add", K(b, q, 1), bin(b, "multiply", q, q))));
+    r = sel(b, cmp(b, "EQ", m, K(b, m, 0)), K(b, m, 0), r);
+    r = sel(b, bin(b, "or", isnan_(b, x), isnan_(b, y)), K(b, r, NAN), r);
+  }
+  tt_val inf = bin(b, "or", cmp(b, "EQ", x, K(b, x, INFINITY)), cmp(b, "EQ", y, K(b, y, INFINITY)));
+  r = sel(b, inf, K(b, r, INFINITY), r);
+  tt_lc_output(c, tt_b_convert(b, r, o.dt));
+  return NULL;
+}
+
+/* Sign bit of floating x as a bool tensor. */
+static tt_val sign_bit(tt_builder *b, tt_val x) {
+  tt_shape s = tt_b_shape(b, x);
+  s.dtype = s.dtype == TT_F64 ? TT_I64 : s.dtype == TT_F32 ? TT_I32 : TT_I16;
+  return cmp(b, "LT", tt_b_bitcast(b, x, s), tt_b_full(b, s, 0));
+}
+
+/* copysign(x, y): |x| with y's sign bit; float result. */
+static tt_error *lower_copysign(tt_lower_ctx *c) {
+  binop o;
+  tt_dtype dt = float_result2(c, 0, 1);
+  TT_TRY(setup2(c, 0, 1, dt, &o));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_b_convert(b, o.x, dt), y = tt_b_convert(b, o.y, dt);
+  tt_val ax = un(b, "abs", x);
+  tt_lc_output(c, sel(b, sign_bit(b, y), un(b, "negate", ax), ax));
+  return NULL;
+}
+
+/* nextafter(x, y) on integer keys of the bit patterns (the XLA CPU runtime
+ * flushes subnormals to zero in float comparisons; integer ones keep
+ * them): key = bits >= 0 ? bits : -(bits & ~sign), ordered like the floats
+ * with -0 == +0. */
+static tt_error *lower_nextafter(tt_lower_ctx *c) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (!tt_dtype_is_floating(dt))
+    return tt_lc_decline(c, "nextafter is not implemented for %s", tt_dtype_name(dt));
+  int args[2] = {0, 1};
+  bshape s;
+  TT_TRY(broadcast(c, args, 2, &s));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_operand(c, 0, dt, s.nd, s.dims), y = tt_operand(c, 1, dt, s.nd, s.dims);
+  tt_shape is = tt_b_shape(b, x);
+  is.dtype = dt == TT_F64 ? TT_I64 : dt == TT_F32 ? TT_I32 : TT_I16;
+  int width = dt == TT_F64 ? 64 : dt == TT_F32 ? 32 : 16;
+  int64_t inf_bits = dt == TT_F64 ? INT64_C(0x7ff0000000000000)
+                     : dt == TT_F32 ? 0x7f800000 : dt == TT_F16 ? 0x7c00 : 0x7f80;
+  int64_t mag_mask = (int64_t)(UINT64_MAX >> (65 - width));
+  tt_val zero = tt_b_full(b, is, 0), one = tt_b_full(b, is, 1);
+  tt_val mask = tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, mag_mask), is.ndim, is.dims);
+  tt_val infk = tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, inf_bits), is.ndim, is.dims);
+  tt_val bx = tt_b_bitcast(b, x, is), by = tt_b_bitcast(b, y, is);
+  tt_val mx = bin(b, "and", bx, mask), my = bin(b, "and", by, mask);
+  tt_val kx = sel(b, cmp(b, "LT", bx, zero), un(b, "negate", mx), mx);
+  tt_val ky = sel(b, cmp(b, "LT", by, zero), un(b, "negate", my), my);
+  tt_val nan = bin(b, "or", cmp(b, "GT", mx, infk), cmp(b, "GT", my, infk));
+  tt_val away = cmp(b, "EQ", cmp(b, "GT", ky, kx), cmp(b, "GT", kx, zero));
+  tt_val step = sel(b, away, bin(b, "add", bx, one), bin(b, "subtract", bx, one));
+  /* bits of the smallest subnormal, with y's sign */
+  tt_val tiny = sel(b, cmp(b, "LT", ky, zero), bin(b, "or", one, un(b, "not", mask)), one);
+  tt_val rb = sel(b, cmp(b, "EQ", kx, zero), tiny, step);
+  tt_val r = tt_b_bitcast(b, rb, tt_b_shape(b, x));
+  r = sel(b, cmp(b, "EQ", kx, ky), y, r);
+  tt_lc_output(c, sel(b, nan, K(b, x, NAN), r));
+  return NULL;
+}
+
+/* heaviside(x, values): x == 0 ? values : x > 0; same dtypes only. */
+static tt_error *lower_heaviside(tt_lower_ctx *c) {
+  tt_dtype dt = arg_dtype(c, 0);
+  if (arg_dtype(c, 1) != dt)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "heaviside is not yet implemented for tensors with different dtypes.");
+  int args[2] = {0, 1};
+  bshape s;
+  TT_TRY(broadcast(c, args, 2, &s));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_operand(c, 0, dt, s.nd, s.dims), v = tt_operand(c, 1, dt, s.nd, s.dims);
+  if (dt == TT_BOOL) {
+    tt_lc_output(c, bin(b, "or", x, v));
+    return NULL;
+  }
+  tt_val pos = sel(b, cmp(b, "GT", x, K(b, x, 0)), K(b, x, 1), K(b, x, 0));
+  tt_lc_output(c, sel(b, cmp(b, "EQ", x, K(b, x, 0)), v, pos));
+  return NULL;
+}
+
+/* logaddexp(a, b): isinf(a) && a == b ? a : max(a, b) + log1p(exp(-|a - b|));
+ * base 2: max + log1p(2^-|a - b|) / ln 2 */
+static tt_error *logaddexp_common(tt_lower_ctx *c, bool base2) {
+  binop o;
+  TT_TRY(float_only2(c, &o));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val a = o.x, y = o.y;
+  tt_val m = sel(b, cmp(b, "LT", a, y), y, a);
+  tt_val nd = un(b, "negate", un(b, "abs", bin(b, "subtract", a, y)));
+  tt_val r;
+  if (base2)
+    r = bin(b, "multiply", un(b, "log_plus_one", bin(b, "power", K(b, nd, 2), nd)),
+            K(b, nd, 1 / M_LN2));
+  else
+    r = un(b, "log_plus_one", un(b, "exponential", nd));
+  r = bin(b, "add", m, r);
+  tt_val same_inf = bin(b, "and", cmp(b, "EQ", un(b, "abs", a), K(b, a, INFINITY)),
+                        cmp(b, "EQ", a, y));
+  output(c, &o, sel(b, same_inf, a, r));
+  return NULL;
+}
+static tt_error *lower_logaddexp(tt_lower_ctx *c) { return logaddexp_common(c, false); }
+static tt_error *lower_logaddexp2(tt_lower_ctx *c) { return logaddexp_common(c, true); }
+
+/* float_power: both operands as float64, result float64. */
+static tt_error *lower_float_power(tt_lower_ctx *c) {
+  const char *name = tt_lc_op_name(c);
+  if (!strncmp(name, "float_power_", 12) && arg_dtype(c, 0) != TT_F64)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "the base given to float_power_ has dtype %s but the operation's result "
+                      "requires dtype Double",
+                      arg_dtype(c, 0) == TT_F32 ? "Float" : arg_dtype(c, 0) == TT_F16 ? "Half"
+                      : arg_dtype(c, 0) == TT_BF16 ? "BFloat16" : arg_dtype(c, 0) == TT_I64 ? "Long"
+                      : arg_dtype(c, 0) == TT_I32 ? "Int" : "Bool");
+  binop o;
+  TT_TRY(setup2(c, 0, 1, TT_F64, &o));
+  output(c, &o, bin(tt_lc_builder(c), "power", o.x, o.y));
+  return NULL;
+}
+
+/* Shifts (integers only): out-of-range shift counts (negative or >= bits)
+ * give 0 (left, unsigned right) or the sign fill (signed right), like
+ * PyTorch's CPU kernels. */
+static int dtype_bits(tt_dtype dt) {
+  switch (dt) {
+    case TT_U8: case TT_I8: return 8;
+    case TT_I16: return 16;
+    case TT_I32: return 32;
+    default: return 64;
+  }
+}
+
+static tt_error *shift(tt_lower_ctx *c, bool left) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (tt_dtype_is_floating(dt) || dt == TT_BOOL)
+    return tt_lc_decline(c, "%s is not implemented for %s", tt_lc_op_name(c), tt_dtype_name(dt));
+  binop o;
+  TT_TRY(setup2(c, 0, 1, dt, &o));
+  tt_builder *b = tt_lc_builder(c);
+  int bits = dtype_bits(dt);
+  bool is_signed = tt_dtype_is_signed(dt);
+  tt_val oob = cmp(b, "GE", o.y, K(b, o.y, bits - (!left && is_signed)));
+  if (is_signed) oob = bin(b, "or", oob, cmp(b, "LT", o.y, K(b, o.y, 0)));
+  tt_val r;
+  if (left) {
+    r = sel(b, oob, K(b, o.x, 0), bin(b, "shift_left", o.x, o.y));
+  } else if (is_signed) {
+    tt_val fill = bin(b, "shift_right_arithmetic", o.x, K(b, o.x, bits - 1));
+    r = sel(b, oob, fill, bin(b, "shift_right_arithmetic", o.x, o.y));
+  } else {
+    r = sel(b, oob, K(b, o.x, 0), bin(b, "shift_right_logical", o.x, o.y));
+  }
+  output(c, &o, r);
+  return NULL;
+}
+static tt_error *lower_lshift(tt_lower_ctx *c) { return shift(c, true); }
+static tt_error *lower_rshift(tt_lower_ctx *c) { return shift(c, false); }
+
+/* gcd by Euclid's algorithm in a stablehlo.while with a fixed trip count
+ * (the worst case for the dtype: consecutive Fibonacci numbers). Region
+ * text is appended line by line. */
+static void append(char *buf, size_t size, const char *fmt, ...) {
+  size_t n = strlen(buf);
+  if (n >= size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + n, size - n, fmt, ap);
+  va_end(ap);
+}
+
+static tt_val gcd_vals(tt_builder *b, tt_val x, tt_val y) {
+  tt_shape s = tt_b_shape(b, x);
+  int bits = dtype_bits(s.dtype);
+  int trips = bits == 8 ? 15 : bits == 16 ? 26 : bits == 32 ? 48 : 95;
+  char T[160], E[16], P[160], r[4096] = "";
+  tt_shape ps = s;
+  ps.dtype = TT_BOOL;
+  tt_shape_print(&s, T, sizeof T);
+  tt_shape_print(&ps, P, sizeof P);
+  snprintf(E, sizeof E, "%s", tt_dtype_mlir(s.dtype));
+  const char *I = "tensor<i32>";
+  const char *cmp_type = tt_dtype_is_signed(s.dtype) ? "SIGNED" : "UNSIGNED";
+  append(r, sizeof r, "    ^bb0(%%gi: %s, %%ga: %s, %%gb: %s):\n", I, T, T);
+  append(r, sizeof r, "      %%gn = \"stablehlo.constant\"() {value = dense<%d> : %s} : () -> %s\n",
+         trips, I, I);
+  append(r, sizeof r,
+         "      %%gc = \"stablehlo.compare\"(%%gi, %%gn) {comparison_direction = "
+         "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} "
+         ": (%s, %s) -> tensor<i1>\n", I, I);
+  append(r, sizeof r, "      \"stablehlo.return\"(%%gc) : (tensor<i1>) -> ()\n    }, {\n");
+  append(r, sizeof r, "    ^bb0(%%gi: %s, %%ga: %s, %%gb: %s):\n", I, T, T);
+  append(r, sizeof r, "      %%g1 = \"stablehlo.constant\"() {value = dense<1> : %s} : () -> %s\n",
+         I, I);
+  append(r, sizeof r, "      %%gi2 = \"stablehlo.add\"(%%gi, %%g1) : (%s, %s) -> %s\n", I, I, I);
+  append(r, sizeof r,
+         "      %%gz0 = \"stablehlo.constant\"() {value = dense<0> : tensor<%s>} : () -> tensor<%s>\n",
+         E, E);
+  append(r, sizeof r,
+         "      %%gz = \"stablehlo.broadcast_in_dim\"(%%gz0) {broadcast_dimensions = array<i64>} : "
+         "(tensor<%s>) -> %s\n", E, T);
+  append(r, sizeof r,
+         "      %%go0 = \"stablehlo.constant\"() {value = dense<1> : tensor<%s>} : () -> tensor<%s>\n",
+         E, E);
+  append(r, sizeof r,
+         "      %%go = \"stablehlo.broadcast_in_dim\"(%%go0) {broadcast_dimensions = array<i64>} : "
+         "(tensor<%s>) -> %s\n", E, T);
+  append(r, sizeof r,
+         "      %%gnz = \"stablehlo.compare\"(%%ga, %%gz) {comparison_direction = "
+         "#stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type %s>} : "
+         "(%s, %s) -> %s\n", cmp_type, T, T, P);
+  append(r, sizeof r, "      %%gsa = \"stablehlo.select\"(%%gnz, %%ga, %%go) : (%s, %s, %s) -> %s\n",
+         P, T, T, T);
+  append(r, sizeof r, "      %%gr = \"stablehlo.remainder\"(%%gb, %%gsa) : (%s, %s) -> %s\n", T, T, T);
+  append(r, sizeof r, "      %%ga2 = \"stablehlo.select\"(%%gnz, %%gr, %%gz) : (%s, %s, %s) -> %s\n",
+         P, T, T, T);
+  append(r, sizeof r, "      %%gb2 = \"stablehlo.select\"(%%gnz, %%ga, %%gb) : (%s, %s, %s) -> %s\n",
+         P, T, T, T);
+  append(r, sizeof r, "      \"stablehlo.return\"(%%gi2, %%ga2, %%gb2) : (%s, %s, %s) -> ()", I, T, T);
+  tt_val a = x, bb = y;
+  if (tt_dtype_is_signed(s.dtype)) {
+    a = un(b, "abs", x);
+    bb = un(b, "abs", y);
+  }
+  tt_val ins[3] = {tt_b_constant(b, TT_I32, 0), a, bb}, res[3];
+  tt_shape outs[3] = {tt_shape_scalar(TT_I32), s, s};
+  tt_b_op_multi(b, "stablehlo.while", ins, 3, NULL, r, outs, 3, res);
+  return res[2];
+}
+
+static tt_error *gcd_setup(tt_lower_ctx *c, binop *o) {
+  tt_dtype dt = result2(c, 0, 1);
+  if (tt_dtype_is_floating(dt) || dt == TT_BOOL)
+    return tt_lc_decline(c, "%s is not implemented for %s", tt_lc_op_name(c), tt_dtype_name(dt));
+  return setup2(c, 0, 1, dt, o);
+}
+
+static tt_error *lower_gcd(tt_lower_ctx *c) {
+  binop o;
+  TT_TRY(gcd_setup(c, &o));
+  output(c, &o, gcd_vals(tt_lc_builder(c), o.x, o.y));
+  return NULL;
+}
+
+/* lcm: g == 0 ? 0 : |a / g * b| */
+static tt_error *lower_lcm(tt_lower_ctx *c) {
+  binop o;
+  TT_TRY(gcd_setup(c, &o));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val g = gcd_vals(b, o.x, o.y);
+  tt_val zero = K(b, g, 0);
+  tt_val nz = cmp(b, "NE", g, zero);
+  tt_val q = bin(b, "multiply", bin(b, "divide", o.x, sel(b, nz, g, K(b, g, 1))), o.y);
+  if (tt_dtype_is_signed(o.dt)) q = un(b, "abs", q);
+  output(c, &o, sel(b, nz, q, zero));
+  return NULL;
+}
 
 /* ------------------------------------------------------------ table */
 
@@ -528,5 +852,36 @@ TT_LOWERINGS(elementwise) = {
                   "lerp.Tensor_out"}},
     {lower_addcmul, {"addcmul", "addcmul_", "addcmul.out"}},
     {lower_addcdiv, {"addcdiv", "addcdiv_", "addcdiv.out"}},
+    {lower_xlogy, {"xlogy.Tensor", "xlogy_.Tensor", "xlogy.OutTensor", "xlogy.Scalar_Other",
+                   "xlogy_.Scalar_Other", "xlogy.OutScalar_Other", "xlogy.Scalar_Self",
+                   "xlogy.OutScalar_Self"}},
+    {lower_special_xlog1py, {"special_xlog1py", "special_xlog1py.out", "special_xlog1py.other_scalar",
+                             "special_xlog1py.other_scalar_out", "special_xlog1py.self_scalar",
+                             "special_xlog1py.self_scalar_out"}},
+    {lower_hypot, {"hypot", "hypot_", "hypot.out"}},
+    {lower_copysign, {"copysign.Tensor", "copysign_.Tensor", "copysign.out", "copysign.Scalar",
+                      "copysign_.Scalar", "copysign.Scalar_out"}},
+    {lower_nextafter, {"nextafter", "nextafter_", "nextafter.out"}},
+    {lower_heaviside, {"heaviside", "heaviside_", "heaviside.out"}},
+    {lower_logaddexp, {"logaddexp", "logaddexp.out"}},
+    {lower_logaddexp2, {"logaddexp2", "logaddexp2.out"}},
+    {lower_float_power, {"float_power.Tensor_Tensor", "float_power_.Tensor",
+                         "float_power.Tensor_Tensor_out", "float_power.Tensor_Scalar",
+                         "float_power_.Scalar", "float_power.Tensor_Scalar_out", "float_power.Scalar",
+                         "float_power.Scalar_out"}},
+    {lower_lshift, {"__lshift__.Tensor", "__lshift__.Scalar", "__lshift__.Tensor_out",
+                    "__lshift__.Scalar_out", "__ilshift__.Tensor", "__ilshift__.Scalar"}},
+    {lower_lshift, {"bitwise_left_shift.Tensor", "bitwise_left_shift_.Tensor",
+                    "bitwise_left_shift.Tensor_out", "bitwise_left_shift.Tensor_Scalar",
+                    "bitwise_left_shift_.Tensor_Scalar", "bitwise_left_shift.Tensor_Scalar_out",
+                    "bitwise_left_shift.Scalar_Tensor", "bitwise_left_shift.Scalar_Tensor_out"}},
+    {lower_rshift, {"__rshift__.Tensor", "__rshift__.Scalar", "__rshift__.Tensor_out",
+                    "__rshift__.Scalar_out", "__irshift__.Tensor", "__irshift__.Scalar"}},
+    {lower_rshift, {"bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor",
+                    "bitwise_right_shift.Tensor_out", "bitwise_right_shift.Tensor_Scalar",
+                    "bitwise_right_shift_.Tensor_Scalar", "bitwise_right_shift.Tensor_Scalar_out",
+                    "bitwise_right_shift.Scalar_Tensor", "bitwise_right_shift.Scalar_Tensor_out"}},
+    {lower_gcd, {"gcd", "gcd_", "gcd.out"}},
+    {lower_lcm, {"lcm", "lcm_", "lcm.out"}},
     {NULL, {NULL}},
 };
