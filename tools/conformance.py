@@ -980,8 +980,8 @@ def main(argv=None):
     p.add_argument("--mode", default="strict", choices=["strict", "fused"],
                    help="eager mode to measure (fused: once Fused eager exists)")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--max-samples", type=int, default=4)
-    p.add_argument("--minor-max-samples", type=int, default=0,
+    p.add_argument("--max-samples", type=int, default=2)
+    p.add_argument("--minor-max-samples", type=int, default=1,
                    help="samples for float16/int32/bool (default: --max-samples)")
     p.add_argument("--budget", type=float, default=0,
                    help="stop starting cases after this many seconds (rest: not_run)")
