@@ -1,0 +1,1105 @@
+"""Op conformance against PyTorch's own OpInfo database.
+
+For every OpInfo (op_db, which already holds the linalg/fft/special/signal
+databases, plus the foreach databases) and every dtype in
+{float32, bfloat16, float16, int64, int32, bool} that the OpInfo supports on
+CPU, runs its sample inputs on `tpu` and on CPU and compares. Forward for all
+dtypes; backward (gradients w.r.t. every input that requires grad) for
+float32; error inputs (`op.error_inputs`) once per OpInfo.
+
+Each (OpInfo, dtype, direction) case lands in one class:
+  native_pass       every sample matches CPU and no op fell back to CPU
+  fallback_pass     every sample matches CPU, some op ran through the CPU fallback
+  mismatch          wrong values / shape / dtype / device / view strides
+  expected_error    CPU raises on every sample and tpu raises the same type
+  unexpected_error  tpu raises where CPU does not, or a different exception type
+  crash             the worker process died (segfault, abort) or hung (timeout)
+
+Cases run in persistent worker subprocesses, one case at a time; when a
+worker dies or a case exceeds --timeout the case is recorded as a crash and
+the worker is restarted, so the run goes on.
+
+    python tools/conformance.py                      # full run -> docs/op_coverage.md
+    python tools/conformance.py --ops softmax --dtypes float32 --json /tmp/r.json
+
+Library use (the fast test): `run_case(key, dtype, direction, ...)` runs one
+case in-process and returns its result dict.
+"""
+import argparse
+import collections
+import itertools
+import json
+import math
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+DTYPE_NAMES = ["float32", "bfloat16", "float16", "int64", "int32", "bool"]
+CLASSES = ["native_pass", "fallback_pass", "mismatch", "expected_error",
+           "unexpected_error", "crash"]
+DIRECTIONS = ["forward", "backward", "error"]
+
+# Ops whose values are random or uninitialized: only shape, dtype and device
+# are compared (their values cannot match CPU's generator).
+RANDOM_NAME_PARTS = ("dropout", "rand", "bernoulli", "multinomial", "normal", "uniform",
+                     "cauchy", "exponential", "geometric", "log_normal", "rrelu",
+                     "empty", "fractional_max_pool", "poisson",
+                     "multi_head_attention_forward")  # its samples use dropout
+
+_MARK = "@@CONF@@ "
+FOREACH_TENSORS = 3
+MINOR_DTYPES = ("float16", "int32", "bool")
+
+
+# ---------------------------------------------------------------- op catalogue
+
+_OPS = None
+
+
+def op_key(op):
+    return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+
+
+def all_opinfos():
+    """{key: OpInfo} for op_db plus the foreach databases (key = name[.variant])."""
+    global _OPS
+    if _OPS is None:
+        from torch.testing._internal import common_methods_invocations as cmi
+        dbs = [cmi.op_db]
+        for name in ("foreach_unary_op_db", "foreach_binary_op_db", "foreach_pointwise_op_db",
+                     "foreach_reduce_op_db", "foreach_other_op_db"):
+            dbs.append(getattr(cmi, name, []))
+        ops = {}
+        for op in itertools.chain(*dbs):
+            key = op_key(op)
+            if key in ops:  # e.g. a foreach op listed twice
+                continue
+            ops[key] = op
+        _OPS = ops
+    return _OPS
+
+
+def _dtype(name):
+    import torch
+    return getattr(torch, name)
+
+
+def supported_cases(op, dtype_names, directions):
+    """The (dtype, direction) pairs of an OpInfo this runner measures."""
+    import torch
+    cpu = op.supported_dtypes("cpu")
+    out = []
+    for dn in dtype_names:
+        if _dtype(dn) not in cpu:
+            continue
+        if "forward" in directions:
+            out.append((dn, "forward"))
+        if dn == "float32" and "backward" in directions and op.supports_autograd \
+                and torch.float32 in op.supported_backward_dtypes("cpu"):
+            out.append((dn, "backward"))
+    if "error" in directions and op.error_inputs_func is not None:
+        out.append(("any", "error"))
+    return out
+
+
+def is_random(op):
+    import torch
+    name = op.name.split(".")[-1]
+    if any(p in op.name for p in RANDOM_NAME_PARTS):
+        return True
+    packet = getattr(torch.ops.aten, op.aten_name or name, None) if hasattr(op, "aten_name") else None
+    try:
+        if packet is not None:
+            for ov in packet.overloads():
+                if torch.Tag.nondeterministic_seeded in getattr(packet, ov).tags:
+                    return True
+    except Exception:
+        pass
+    return False
+
+
+def op_tolerance(op, dtype):
+    """(atol, rtol): the largest toleranceOverride the OpInfo declares for the
+    (input) dtype in any of its decorators, (0, 0) if none; each output is
+    compared with the larger of this and torch.testing's defaults for the
+    output's dtype."""
+    from torch.testing._internal.common_device_type import toleranceOverride
+    atol, rtol = 0.0, 0.0
+    for d in getattr(op, "decorators", ()) or ():
+        for dec in getattr(d, "decorators", [d]):
+            if isinstance(dec, toleranceOverride) and dtype in dec.d:
+                t = dec.d[dtype]
+                atol, rtol = max(atol, t.atol), max(rtol, t.rtol)
+    return atol, rtol
+
+
+# ---------------------------------------------------------------- one case
+
+def _map(x, fn):
+    import torch
+    if isinstance(x, torch.Tensor):
+        return fn(x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*[_map(e, fn) for e in x])
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map(e, fn) for e in x)
+    if isinstance(x, dict):
+        return {k: _map(v, fn) for k, v in x.items()}
+    return x
+
+
+def _leaves(x, out=None):
+    import torch
+    if out is None:
+        out = []
+    if isinstance(x, torch.Tensor):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for e in x:
+            _leaves(e, out)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _leaves(v, out)
+    return out
+
+
+def _all_leaves(x, out=None):
+    """Every leaf (tensors and Python values) in order."""
+    if out is None:
+        out = []
+    if isinstance(x, (list, tuple)) and not _is_size(x):
+        for e in x:
+            _all_leaves(e, out)
+    elif isinstance(x, dict):
+        for k in sorted(x, key=str):
+            _all_leaves(x[k], out)
+    else:
+        out.append(x)
+    return out
+
+
+def _is_size(x):
+    import torch
+    return isinstance(x, torch.Size)
+
+
+def _leaf_clone(t):
+    c = t.detach().clone()
+    return c.requires_grad_(t.requires_grad)
+
+
+def _to_tpu(t):
+    c = t.detach().to("tpu")
+    return c.requires_grad_(t.requires_grad)
+
+
+def _tpu_inputs(inp):
+    """(input, args, kwargs) on tpu: tensors copied, device= kwargs retargeted."""
+    import torch
+    x, args, kwargs = _map(inp, _to_tpu)
+    kwargs = {k: (torch.device("tpu") if k == "device" and v is not None else v)
+              for k, v in kwargs.items()}
+    return x, args, kwargs
+
+
+def describe(sample):
+    import torch
+
+    def d(x):
+        if isinstance(x, torch.Tensor):
+            s = f"T{list(x.shape)}"
+            if not x.is_contiguous() and x.numel() > 1:
+                s += "nc"
+            return s
+        if isinstance(x, (list, tuple)):
+            if len(x) > 4 and all(isinstance(e, torch.Tensor) for e in x):
+                return f"[{len(x)} tensors, first {d(x[0])}]"
+            return "[" + ", ".join(d(e) for e in x) + "]"
+        if isinstance(x, dict):
+            return "{" + ", ".join(f"{k}={d(v)}" for k, v in x.items()) + "}"
+        r = repr(x)
+        return r if len(r) <= 40 else r[:37] + "..."
+    parts = [d(sample.input)] + [d(a) for a in sample.args]
+    parts += [f"{k}={d(v)}" for k, v in sample.kwargs.items()]
+    return "(" + ", ".join(parts) + ")"
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _compare(actual, expected, atol, rtol, values=True, what="output", strides=True):
+    """Raises _Mismatch when actual (tpu) differs from expected (CPU)."""
+    import torch
+    al, el = _all_leaves(actual), _all_leaves(expected)
+    if len(al) != len(el):
+        raise _Mismatch(f"{what}: {len(al)} leaves on tpu, {len(el)} on CPU")
+    for i, (a, e) in enumerate(zip(al, el)):
+        w = f"{what}[{i}]" if len(el) > 1 else what
+        if isinstance(e, torch.Tensor):
+            if not isinstance(a, torch.Tensor):
+                raise _Mismatch(f"{w}: tpu returned {type(a).__name__}, CPU a tensor")
+            if e.device.type == "cpu" and a.device.type != "tpu" and e.numel() > 0 \
+                    and e.layout == torch.strided:
+                raise _Mismatch(f"{w}: on {a.device}, expected tpu")
+            if a.shape != e.shape:
+                raise _Mismatch(f"{w}: shape {tuple(a.shape)} != {tuple(e.shape)}")
+            if a.dtype != e.dtype:
+                raise _Mismatch(f"{w}: dtype {a.dtype} != {e.dtype}")
+            if e.layout != torch.strided:
+                continue
+            if strides and e._is_view() and a.numel() > 1:
+                if a.stride() != e.stride() and not all(s <= 1 for s in a.shape):
+                    raise _Mismatch(f"{w}: view strides {a.stride()} != {e.stride()}")
+            if not values:
+                continue
+            from torch.testing._comparison import default_tolerances
+            d_rtol, d_atol = default_tolerances(e)
+            try:
+                torch.testing.assert_close(a.detach().cpu(), e.detach(), atol=max(atol, d_atol),
+                                           rtol=max(rtol, d_rtol),
+                                           equal_nan=True, check_dtype=True, check_device=False,
+                                           check_stride=False)
+            except AssertionError as ex:
+                msg = " ".join(str(ex).split())
+                raise _Mismatch(f"{w}: {msg[:400]}")
+        elif isinstance(e, float):
+            if values and not (isinstance(a, (int, float)) and
+                               (math.isclose(a, e, rel_tol=max(rtol, 1.3e-6), abs_tol=max(atol, 1e-5))
+                                or (math.isnan(a) and math.isnan(e)))):
+                raise _Mismatch(f"{w}: {a!r} != {e!r}")
+        elif isinstance(e, (bool, int, str, torch.Size, torch.dtype, torch.device, type(None))):
+            if isinstance(e, torch.device):
+                continue
+            if values and a != e:
+                raise _Mismatch(f"{w}: {a!r} != {e!r}")
+
+
+def _fallbacks():
+    import torch_tpu
+    return dict(torch_tpu.debug.fallback_report())
+
+
+def _reset_fallbacks():
+    import torch_tpu
+    torch_tpu.debug.reset_fallback_report()
+
+
+class _OpTracer:
+    """Records the aten overloads that reach the backend (for --trace)."""
+
+    def __init__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        outer = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                n = func.__name__
+                if n.endswith(".default"):
+                    n = n[:-len(".default")]
+                outer.ops.add(n)
+                return func(*args, **(kwargs or {}))
+        self.ops = set()
+        self.mode = Mode()
+
+
+def _exc_name(e):
+    return type(e).__name__
+
+
+def _run_forward_sample(op, sample, dtype, random, trace):
+    import torch
+    atol, rtol = op_tolerance(op, dtype)
+    cpu_in = _map((sample.input, sample.args, sample.kwargs), _leaf_clone)
+    tpu_in = _tpu_inputs(cpu_in)
+    torch.manual_seed(0)
+    try:
+        expected = op(cpu_in[0], *cpu_in[1], **cpu_in[2])
+        cpu_exc = None
+    except Exception as e:  # noqa: BLE001
+        cpu_exc = e
+    _reset_fallbacks()
+    torch.manual_seed(0)
+    try:
+        actual = op(tpu_in[0], *tpu_in[1], **tpu_in[2])
+        tpu_exc = None
+    except Exception as e:  # noqa: BLE001
+        tpu_exc = e
+    fb = _fallbacks()
+    res = {"fallbacks": fb}
+    if cpu_exc is not None:
+        if tpu_exc is not None and type(tpu_exc) is type(cpu_exc):
+            res["cls"] = "expected_error"
+        else:
+            res["cls"] = "unexpected_error"
+            res["detail"] = (f"CPU raised {_exc_name(cpu_exc)}, tpu "
+                             + (f"raised {_exc_name(tpu_exc)}: {_short(tpu_exc)}" if tpu_exc else "did not raise"))
+        return res
+    if tpu_exc is not None:
+        res["cls"] = "unexpected_error"
+        res["detail"] = f"tpu raised {_exc_name(tpu_exc)}: {_short(tpu_exc)}"
+        return res
+    try:
+        _compare(actual, expected, atol, rtol, values=not random)
+    except _Mismatch as m:
+        res["cls"] = "mismatch"
+        res["detail"] = str(m)
+        return res
+    except Exception as e:  # noqa: BLE001 -- reading the result back failed
+        res["cls"] = "unexpected_error"
+        res["detail"] = f"reading tpu output raised {_exc_name(e)}: {_short(e)}"
+        return res
+    res["cls"] = "fallback_pass" if fb else "native_pass"
+    if trace and not fb:
+        tr = _OpTracer()
+        try:
+            tpu_in2 = _tpu_inputs(cpu_in)
+            with tr.mode:
+                op(tpu_in2[0], *tpu_in2[1], **tpu_in2[2])
+            res["ops"] = sorted(tr.ops)
+        except Exception:  # noqa: BLE001
+            pass
+    return res
+
+
+def _run_backward_sample(op, sample, random, trace=False):
+    import torch
+    dtype = torch.float32
+    atol, rtol = op_tolerance(op, dtype)
+    cpu_in = _map((sample.input, sample.args, sample.kwargs), _leaf_clone)
+    cpu_req = [t for t in _leaves(cpu_in) if t.requires_grad]
+    if not cpu_req:
+        return None
+    tpu_in = _tpu_inputs(cpu_in)
+    tpu_req = [t for t in _leaves(tpu_in) if t.requires_grad]
+
+    def grads(inp, req, device):
+        torch.manual_seed(0)
+        out = op(inp[0], *inp[1], **inp[2])
+        outs = [o for o in _leaves(out) if o.requires_grad and o.is_floating_point()]
+        if not outs:
+            return None
+        g = torch.Generator().manual_seed(1)
+        gos = [torch.randn(o.shape, generator=g, dtype=o.dtype).to(device) for o in outs]
+        return torch.autograd.grad(outs, req, gos, allow_unused=True, materialize_grads=True)
+
+    try:
+        expected = grads(cpu_in, cpu_req, "cpu")
+        cpu_exc = None
+    except Exception as e:  # noqa: BLE001
+        cpu_exc = e
+    if cpu_exc is None and expected is None:
+        return None  # no differentiable output
+    _reset_fallbacks()
+    try:
+        actual = grads(tpu_in, tpu_req, "tpu")
+        tpu_exc = None
+    except Exception as e:  # noqa: BLE001
+        tpu_exc = e
+    fb = _fallbacks()
+    res = {"fallbacks": fb}
+    if cpu_exc is not None:
+        if tpu_exc is not None and type(tpu_exc) is type(cpu_exc):
+            res["cls"] = "expected_error"
+        else:
+            res["cls"] = "unexpected_error"
+            res["detail"] = (f"CPU raised {_exc_name(cpu_exc)}, tpu "
+                             + (f"raised {_exc_name(tpu_exc)}: {_short(tpu_exc)}" if tpu_exc else "did not raise"))
+        return res
+    if tpu_exc is not None:
+        res["cls"] = "unexpected_error"
+        res["detail"] = f"tpu raised {_exc_name(tpu_exc)}: {_short(tpu_exc)}"
+        return res
+    if actual is None:
+        res["cls"] = "mismatch"
+        res["detail"] = "tpu output does not require grad"
+        return res
+    try:
+        _compare(list(actual), list(expected), atol, rtol, values=not random, what="grad",
+                 strides=False)  # gradient strides are not promised
+    except _Mismatch as m:
+        res["cls"] = "mismatch"
+        res["detail"] = str(m)
+        return res
+    except Exception as e:  # noqa: BLE001
+        res["cls"] = "unexpected_error"
+        res["detail"] = f"reading tpu grad raised {_exc_name(e)}: {_short(e)}"
+        return res
+    res["cls"] = "fallback_pass" if fb else "native_pass"
+    if trace and not fb:
+        tr = _OpTracer()
+        try:
+            tpu_in2 = _tpu_inputs(cpu_in)
+            with tr.mode:
+                grads(tpu_in2, [t for t in _leaves(tpu_in2) if t.requires_grad], "tpu")
+            res["ops"] = sorted(tr.ops)
+        except Exception:  # noqa: BLE001
+            pass
+    return res
+
+
+def _run_error_input(op, ei):
+    import re
+    s = ei.sample_input
+    tpu_in = _tpu_inputs((s.input, s.args, s.kwargs))
+    _reset_fallbacks()
+    try:
+        op(tpu_in[0], *tpu_in[1], **tpu_in[2])
+        exc = None
+    except Exception as e:  # noqa: BLE001
+        exc = e
+    fb = _fallbacks()
+    res = {"fallbacks": fb}
+    if exc is None:
+        res["cls"] = "unexpected_error"
+        res["detail"] = f"tpu did not raise (expected {ei.error_type.__name__}: {ei.error_regex!r})"
+    elif not isinstance(exc, ei.error_type):
+        res["cls"] = "unexpected_error"
+        res["detail"] = f"tpu raised {_exc_name(exc)}: {_short(exc)} (expected {ei.error_type.__name__})"
+    elif ei.error_regex and not re.search(ei.error_regex, str(exc)):
+        res["cls"] = "mismatch"  # right type, message not comparable
+        res["detail"] = f"message {_short(exc)!r} does not match {ei.error_regex!r}"
+    else:
+        res["cls"] = "fallback_pass" if fb else "native_pass"
+    return res
+
+
+def _short(e, n=200):
+    s = " ".join(str(e).split())
+    return s if len(s) <= n else s[:n] + "..."
+
+
+def _aggregate(samples):
+    """Case class from its samples' classes."""
+    classes = [s["cls"] for s in samples]
+    if not classes:
+        return "no_samples"
+    for c in ("crash", "mismatch", "unexpected_error"):
+        if c in classes:
+            return c
+    if "fallback_pass" in classes:
+        return "fallback_pass"
+    if "native_pass" in classes:
+        return "native_pass"
+    return "expected_error"
+
+
+def run_case(key, dtype_name, direction, max_samples=4, mode="strict", trace=False,
+             sample_indices=None, progress=None):
+    """Runs one (OpInfo, dtype, direction) case in this process.
+
+    Returns {"key", "dtype", "dir", "cls", "samples": [...], "fallbacks": {...}}.
+    `sample_indices` restricts the run to those sample positions; `progress`
+    is called with the index of each sample before it runs."""
+    import torch
+    import torch_tpu  # noqa: F401 -- registers the tpu device
+    if mode != "strict":
+        raise ValueError(f"mode {mode!r} is not available yet (only 'strict')")
+    op = all_opinfos()[key]
+    random = is_random(op)
+    out = {"key": key, "dtype": dtype_name, "dir": direction, "samples": []}
+    t0 = time.time()
+    try:
+        torch.manual_seed(0)
+        if direction == "error":
+            it = op.error_inputs("cpu")
+        else:
+            dt = _dtype(dtype_name)
+            kw = {}
+            if key.startswith("_foreach"):
+                kw["num_input_tensors"] = [FOREACH_TENSORS]  # 20+ tensors per sample is slow
+            it = op.sample_inputs("cpu", dt, requires_grad=(direction == "backward"), **kw)
+        n = 0
+        for i, sample in enumerate(it):
+            if n >= max_samples:
+                break
+            if sample_indices is not None and i not in sample_indices:
+                continue
+            if progress:
+                progress(i)
+            if direction == "error":
+                r = _run_error_input(op, sample)
+                r["desc"] = describe(sample.sample_input)
+            elif direction == "forward":
+                r = _run_forward_sample(op, sample, dt, random, trace)
+                r["desc"] = describe(sample)
+            else:
+                r = _run_backward_sample(op, sample, random, trace)
+                if r is None:
+                    continue
+                r["desc"] = describe(sample)
+            r["index"] = i
+            out["samples"].append(r)
+            n += 1
+    except Exception as e:  # noqa: BLE001 -- sample generation itself failed
+        out["gen_error"] = f"{_exc_name(e)}: {_short(e)}"
+        if not out["samples"]:
+            out["cls"] = "no_samples"
+    fb = collections.Counter()
+    for s in out["samples"]:
+        fb.update(s.get("fallbacks", {}))
+    out["fallbacks"] = dict(fb)
+    out.setdefault("cls", _aggregate(out["samples"]))
+    out["random"] = random
+    out["seconds"] = round(time.time() - t0, 3)
+    return out
+
+
+# ---------------------------------------------------------------- workers
+
+def worker_main(max_samples, mode, trace, minor_max_samples=None):
+    """Reads one JSON case per line on stdin; writes progress and results on
+    the original stdout (the process's own prints go to stderr)."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    import torch  # noqa: F401
+    import torch_tpu  # noqa: F401
+    all_opinfos()
+
+    def send(obj):
+        proto.write(_MARK + json.dumps(obj) + "\n")
+        proto.flush()
+
+    send({"ready": True})
+    for line in sys.stdin:
+        case = json.loads(line)
+        try:
+            n = max_samples
+            if minor_max_samples and case["dtype"] in MINOR_DTYPES:
+                n = minor_max_samples
+            res = run_case(case["key"], case["dtype"], case["dir"], n, mode, trace,
+                           progress=lambda i: send({"sample": i}))
+        except Exception as e:  # noqa: BLE001
+            res = {"key": case["key"], "dtype": case["dtype"], "dir": case["dir"], "samples": [],
+                   "cls": "unexpected_error", "detail": f"runner: {_exc_name(e)}: {_short(e)}",
+                   "tb": traceback.format_exc()[-800:]}
+        send({"result": res})
+
+
+class _Worker:
+    def __init__(self, args, idx):
+        self.args = args
+        self.idx = idx
+        self.proc = None
+        self.errlog = os.path.join(args.tmpdir, f"worker{idx}.stderr")
+
+    def start(self):
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker",
+               "--max-samples", str(self.args.max_samples), "--mode", self.args.mode,
+               "--minor-max-samples", str(self.args.minor_max_samples)]
+        if self.args.trace:
+            cmd.append("--trace")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env.setdefault("OMP_NUM_THREADS", "1")
+        self.err = open(self.errlog, "ab")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, env=env, bufsize=0)
+        self._buf = b""
+        msg = self._read(timeout=300)
+        if msg is None or not msg.get("ready"):
+            raise RuntimeError(f"worker {self.idx} did not start; see {self.errlog}")
+
+    def _read(self, timeout):
+        """Next protocol message, or None on death / timeout."""
+        deadline = time.time() + timeout
+        while True:
+            nl = self._buf.find(b"\n")
+            while nl >= 0:
+                line, self._buf = self._buf[:nl], self._buf[nl + 1:]
+                s = line.decode("utf-8", "replace")
+                if s.startswith(_MARK):
+                    return json.loads(s[len(_MARK):])
+                nl = self._buf.find(b"\n")
+            left = deadline - time.time()
+            if left <= 0:
+                return "timeout"
+            r, _, _ = select.select([self.proc.stdout], [], [], min(left, 5))
+            if r:
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                if not chunk:
+                    return None
+                self._buf += chunk
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+        self.proc = None
+
+    def stderr_tail(self, n=600):
+        try:
+            with open(self.errlog, "rb") as f:
+                f.seek(0, 2)
+                size = f.tell()
+                f.seek(max(0, size - 4000))
+                lines = [ln for ln in f.read().decode("utf-8", "replace").splitlines()
+                         if ln.strip() and "absl::InitializeLog" not in ln
+                         and "pjrt_c_api_cpu" not in ln]
+                return " | ".join(lines[-4:])[-n:]
+        except OSError:
+            return ""
+
+    def run(self, case):
+        """Runs a case; returns its result, a crash result when the worker dies or hangs."""
+        if self.proc is None:
+            self.start()
+        self.proc.stdin.write((json.dumps(case) + "\n").encode())
+        self.proc.stdin.flush()
+        sample = None
+        while True:
+            msg = self._read(self.args.timeout)
+            if isinstance(msg, dict) and "sample" in msg:
+                sample = msg["sample"]
+                continue
+            if isinstance(msg, dict) and "result" in msg:
+                return msg["result"]
+            hang = msg == "timeout"
+            if not hang:
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+            code = self.proc.poll()
+            self.kill()
+            detail = (f"hang: no progress for {self.args.timeout}s" if hang
+                      else f"worker died (exit {code})")
+            if sample is not None:
+                detail += f" in sample {sample}"
+            tail = self.stderr_tail()
+            if tail:
+                detail += f"; stderr: {tail}"
+            return dict(case, cls="crash", samples=[{"cls": "crash", "index": sample,
+                                                       "detail": detail}],
+                        detail=detail, fallbacks={})
+
+
+def plan(args):
+    ops = all_opinfos()
+    dtypes = args.dtypes.split(",")
+    dirs = args.directions.split(",")
+    filters = [f for f in (args.ops or "").split(",") if f]
+    cases = []
+    for key in sorted(ops):
+        if filters and not any(f in key for f in filters):
+            continue
+        for dn, d in supported_cases(ops[key], dtypes, dirs):
+            cases.append({"key": key, "dtype": dn, "dir": d})
+    # The targeted (dtype, direction) pairs first, so a time-boxed run measures them.
+    prio = [("float32", "forward"), ("float32", "backward"), ("bfloat16", "forward"),
+            ("int64", "forward"), ("any", "error"), ("float16", "forward"),
+            ("int32", "forward"), ("bool", "forward")]
+    cases.sort(key=lambda c: prio.index((c["dtype"], c["dir"])))
+    return cases
+
+
+def run_all(args):
+    cases = plan(args)
+    # Spread the heavy ops (foreach, linalg) rather than running them back to back.
+    todo = collections.deque(cases)
+    results = []
+    lock = threading.Lock()
+    done = [0]
+    t0 = time.time()
+
+    def loop(w):
+        while True:
+            with lock:
+                if not todo:
+                    break
+                if args.budget and time.time() - t0 > args.budget:
+                    while todo:  # time-boxed: the rest is reported as not run
+                        c = todo.popleft()
+                        results.append(dict(c, cls="not_run", samples=[], fallbacks={}))
+                    break
+                case = todo.popleft()
+            try:
+                res = w.run(case)
+            except Exception as e:  # noqa: BLE001 -- could not even start the worker
+                w.kill()
+                res = dict(case, cls="crash", samples=[], fallbacks={},
+                           detail=f"worker start failed: {e}")
+            with lock:
+                results.append(res)
+                done[0] += 1
+                if partial:
+                    partial.write(json.dumps(res) + "\n")
+                    partial.flush()
+                if res["cls"] == "crash" or done[0] % 50 == 0 or args.verbose:
+                    el = time.time() - t0
+                    print(f"[{done[0]}/{len(cases)} {el:.0f}s] {res['key']} {res['dtype']} "
+                          f"{res['dir']}: {res['cls']}"
+                          + (f" -- {res.get('detail', '')[:200]}" if res["cls"] == "crash" else ""),
+                          flush=True)
+        w.kill()
+
+    os.makedirs(args.tmpdir, exist_ok=True)
+    partial = open(args.json + "l", "w") if args.json else None
+    workers = [_Worker(args, i) for i in range(max(1, args.workers))]
+    threads = [threading.Thread(target=loop, args=(w,), daemon=True) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.time() - t0
+    order = {(c["key"], c["dtype"], c["dir"]): i for i, c in enumerate(cases)}
+    results.sort(key=lambda r: order[(r["key"], r["dtype"], r["dir"])])
+    return results, wall
+
+
+# ---------------------------------------------------------------- report
+
+# Ops that matter most in real models, for ordering the fallback list.
+_COMMON = ["addmm", "mm", "bmm", "matmul", "linear", "convolution", "_softmax", "_log_softmax",
+           "native_layer_norm", "native_batch_norm", "embedding", "index_select", "gather",
+           "scatter", "index", "index_put", "cat", "stack", "copy_", "_to_copy", "where",
+           "masked_fill", "nll_loss", "cross_entropy", "gelu", "silu", "relu", "tanh", "sigmoid",
+           "mean", "sum", "var", "std", "max", "min", "sort", "topk", "cumsum", "arange", "full",
+           "zeros", "ones", "expand", "repeat", "pad", "constant_pad_nd", "max_pool", "avg_pool",
+           "upsample", "pow", "rsqrt", "sqrt", "exp", "log", "norm", "linalg_vector_norm",
+           "clamp", "abs", "baddbmm", "einsum", "scaled_dot_product", "_efficient_attention",
+           "native_dropout", "bernoulli", "uniform", "normal", "randperm", "multinomial",
+           "nonzero", "unique", "argmax", "eq", "ne", "lt", "gt", "logical", "bitwise",
+           "fill", "zero_", "masked_scatter", "scatter_add", "index_add", "roll", "tril", "triu",
+           "flip", "mse_loss", "smooth_l1", "binary_cross_entropy", "hardtanh", "leaky_relu",
+           "elu", "softplus", "logsumexp", "prod", "all", "any", "isnan", "isinf", "nan_to_num"]
+
+
+def _common_rank(name):
+    base = name.split(".")[0]
+    for i, c in enumerate(_COMMON):
+        if base == c or base.startswith(c):
+            return i
+    return len(_COMMON)
+
+
+def summarize(results):
+    """Totals per (dtype, direction) and native percentages."""
+    totals = collections.OrderedDict()
+    for r in results:
+        k = (r["dtype"], r["dir"])
+        t = totals.setdefault(k, collections.Counter())
+        t[r["cls"]] += 1
+    return totals
+
+
+def write_report(results, wall, args, path):
+    import torch
+    totals = summarize(results)
+    by_op = collections.OrderedDict()
+    for r in results:
+        by_op.setdefault(r["key"], {})[(r["dtype"], r["dir"])] = r
+    fb_calls = collections.Counter()
+    fb_cases = collections.Counter()
+    for r in results:
+        for name, n in r.get("fallbacks", {}).items():
+            fb_calls[name] += n
+            fb_cases[name] += 1
+
+    def pct(dtype, direction):
+        t = totals.get((dtype, direction))
+        if not t:
+            return None, 0, 0
+        n = sum(v for c, v in t.items() if c not in ("no_samples", "not_run"))
+        return (100.0 * t["native_pass"] / n if n else 0.0), t["native_pass"], n
+
+    L = []
+    L.append("# Op conformance against PyTorch's OpInfo database")
+    L.append("")
+    L.append("Generated by `tools/conformance.py` (`make conformance`); do not edit by hand.")
+    L.append("")
+    L.append(f"- torch {torch.__version__}; mode: Strict eager; {len(by_op)} OpInfos "
+             "(`op_db`, which includes the linalg, fft, special and signal databases, plus the "
+             "foreach databases); dtypes: " + args.dtypes + ".")
+    minor = args.minor_max_samples or args.max_samples
+    L.append(f"- At most {args.max_samples} sample inputs per (OpInfo, dtype, direction) "
+             f"({minor} for {', '.join(MINOR_DTYPES)}), the first ones the OpInfo yields "
+             f"(foreach OpInfos: lists of {FOREACH_TENSORS} tensors); error inputs: the first "
+             f"{args.max_samples} of `op.error_inputs`.")
+    L.append(f"- Full run: {len(results)} cases in {wall / 60:.1f} min wall on "
+             f"{args.workers} workers (2 cores, shared with other builds). Command: "
+             f"`python tools/conformance.py --max-samples {args.max_samples} --minor-max-samples "
+             f"{minor} --workers {args.workers}" + (f" --budget {args.budget:.0f}" if args.budget else "")
+             + "`.")
+    L.append("- Isolation: cases run one at a time in persistent worker processes; a worker "
+             "that dies or stalls is restarted and its case recorded as a crash. "
+             "`tests/python/test_conformance_fast.py` runs a few hundred of these cases "
+             "(covering every lowering that a native-passing float32 sample reaches) in "
+             "`make test`; the full run is `make conformance`, outside `make test`.")
+    L.append("")
+    L.append("## Classes")
+    L.append("")
+    L.append("- **native_pass**: every sample matches CPU within tolerance and no op ran through "
+             "the CPU fallback (`torch_tpu.debug.fallback_report()` empty around the tpu call; "
+             "the host-to-device copies of the inputs and the read-back are outside that window).")
+    L.append("- **fallback_pass**: matches CPU, but some op fell back to CPU.")
+    L.append("- **mismatch**: wrong values, shape, dtype, device, or strides of an output that "
+             "is a view on CPU (the only strides PyTorch promises); for error inputs: the right "
+             "exception type with a message that does not match the OpInfo's regex.")
+    L.append("- **expected_error**: CPU raises on every sample and tpu raises the same exception type.")
+    L.append("- **unexpected_error**: tpu raises where CPU does not, raises another type, or "
+             "does not raise where CPU does (error inputs: where the OpInfo expects an error).")
+    L.append("- **crash**: the worker process died (signal/abort) or made no progress for "
+             f"{args.timeout}s (hang); the run restarts the worker and goes on.")
+    L.append("- **no_samples**: the OpInfo yields no sample for this dtype/direction (or none "
+             "with a differentiable output); left out of the percentages.")
+    L.append("")
+    L.append("A case's class is the worst of its samples (crash > mismatch > unexpected_error > "
+             "fallback_pass > native_pass > expected_error). Tolerances: the largest "
+             "`toleranceOverride` the OpInfo declares for the sample dtype in any of its "
+             "decorators, never below `torch.testing.assert_close`'s defaults for the output's "
+             "dtype. Factory samples' `device=` is retargeted to tpu. Other OpInfo "
+             "decorators and skips (which target PyTorch's CPU/CUDA test classes) are ignored. "
+             "Random or uninitialized-value ops (dropout, rand*, bernoulli, multinomial, normal, "
+             "uniform, empty*, rrelu, ... and every op whose aten overload is tagged "
+             "`nondeterministic_seeded`) are compared on shape, dtype and device only. Backward "
+             "(float32, `supports_autograd`): `torch.autograd.grad` of every floating output "
+             "requiring grad with the same seeded random grad_outputs, w.r.t. every input "
+             "tensor requiring grad (unused inputs get zero grads). Only the function variant "
+             "of each OpInfo is called (not its method, in-place or out= variants).")
+    L.append("")
+    L.append("## Totals")
+    L.append("")
+    cols = CLASSES + ["no_samples"] + (["not_run"] if any(r["cls"] == "not_run" for r in results) else [])
+    L.append("| dtype | direction | " + " | ".join(cols) + " | total |")
+    L.append("|---|---|" + "---|" * (len(cols) + 1))
+    grand = collections.Counter()
+    for (dt, d), t in totals.items():
+        grand.update(t)
+        L.append(f"| {dt} | {d} | " + " | ".join(str(t[c]) for c in cols)
+                 + f" | {sum(t.values())} |")
+    L.append("| **all** | | " + " | ".join(f"**{grand[c]}**" for c in cols)
+             + f" | **{sum(grand.values())}** |")
+    L.append("")
+    L.append("## Targets")
+    L.append("")
+    L.append("Native percentage = OpInfos whose every sample passes natively / OpInfos that "
+             "support the dtype (and yield samples).")
+    L.append("")
+    L.append("| target | measured | met |")
+    L.append("|---|---|---|")
+    fwd_bwd = [r for r in results if r["dir"] in ("forward", "backward")]
+    ncrash = sum(1 for r in fwd_bwd if r["cls"] == "crash")
+    nmis = sum(1 for r in fwd_bwd if r["cls"] == "mismatch")
+    L.append(f"| 0 crashes (forward/backward) | {ncrash} | {'yes' if ncrash == 0 else 'no'} |")
+    L.append(f"| 0 mismatches (forward/backward) | {nmis} | {'yes' if nmis == 0 else 'no'} |")
+    for dt, d, goal in (("float32", "forward", 85), ("float32", "backward", 75),
+                        ("bfloat16", "forward", 75), ("int64", "forward", 75)):
+        p, a, n = pct(dt, d)
+        if p is None:
+            L.append(f"| {dt} {d} >= {goal}% native | not run | |")
+        else:
+            L.append(f"| {dt} {d} >= {goal}% native | {p:.1f}% ({a}/{n}) | "
+                     f"{'yes' if p >= goal else 'no'} |")
+    et = totals.get(("any", "error"))
+    if et:
+        n = sum(v for c, v in et.items() if c not in ("no_samples", "not_run"))
+        ok = et["native_pass"] + et["fallback_pass"]
+        L.append(f"| error inputs: same type + message, no crash | {ok}/{n} OpInfos "
+                 f"({et['crash']} crash) | {'yes' if ok == n else 'no'} |")
+    L.append("")
+    L.append("## Ops falling back to CPU most often")
+    L.append("")
+    L.append("Aten overloads that ran through the CPU fallback: number of cases in which each "
+             "fell back, and total calls.")
+    L.append("")
+    L.append("| overload | cases | calls |")
+    L.append("|---|---|---|")
+    for name, n in fb_cases.most_common(60):
+        L.append(f"| `{name}` | {n} | {fb_calls[name]} |")
+    L.append("")
+    bad = [r for r in results if r["cls"] in ("mismatch", "crash", "unexpected_error")]
+    L.append("## Mismatches and crashes")
+    L.append("")
+    L.append("| op | dtype | direction | class | sample | detail |")
+    L.append("|---|---|---|---|---|---|")
+    for r in bad:
+        if r["cls"] == "unexpected_error":
+            continue
+        s = next((s for s in r.get("samples", []) if s["cls"] == r["cls"]), {})
+        det = (s.get("detail") or r.get("detail") or "").replace("|", "\\|")[:300]
+        desc = (s.get("desc") or f"#{s.get('index')}").replace("|", "\\|")
+        L.append(f"| {r['key']} | {r['dtype']} | {r['dir']} | {r['cls']} | `{desc}` | {det} |")
+    L.append("")
+    L.append("## Known limits of the runner")
+    L.append("")
+    L.append("- Every tensor of a sample is copied to tpu; `tensor_split`'s sample 0 passes an "
+             "index tensor that PyTorch requires on CPU, so its unexpected_error is the "
+             "runner's, not the backend's.")
+    L.append("- Outputs CPU returns as complex, sparse or uint64 count against the backend "
+             "(it has no such dtypes/layouts): most unexpected errors are fft/complex ops.")
+    L.append("- Gradient strides are not compared (PyTorch does not promise them).")
+    L.append("")
+    L.append("## Per op")
+    L.append("")
+    L.append("Abbreviations: N native_pass, F fallback_pass, M mismatch, E expected_error, "
+             "U unexpected_error, C crash, - no samples; blank: dtype not supported by the OpInfo.")
+    L.append("")
+    abbrev = {"native_pass": "N", "fallback_pass": "F", "mismatch": "M", "expected_error": "E",
+              "unexpected_error": "U", "crash": "C", "no_samples": "-", "not_run": "."}
+    dts = args.dtypes.split(",")
+    colkeys = [(dt, "forward") for dt in dts]
+    if "float32" in dts:
+        colkeys.insert(1, ("float32", "backward"))
+    colkeys.append(("any", "error"))
+    head = ["f32 bwd" if k == ("float32", "backward") else "errors" if k[1] == "error"
+            else k[0] for k in colkeys]
+    L.append("| op | variant | " + " | ".join(head) + " | falls back on |")
+    L.append("|---|---|" + "---|" * (len(colkeys) + 1))
+    for key, cs in by_op.items():
+        name, _, variant = key.partition(".")
+        op = all_opinfos().get(key)
+        if op is not None:
+            name, variant = op.name, op.variant_test_name
+        cells = [abbrev.get(cs[k]["cls"], "?") if k in cs else "" for k in colkeys]
+        fbs = collections.Counter()
+        for r in cs.values():
+            fbs.update(r.get("fallbacks", {}))
+        fbtxt = ", ".join(f"`{n}`" for n, _ in fbs.most_common(4))
+        L.append(f"| {name} | {variant} | " + " | ".join(cells) + f" | {fbtxt} |")
+    L.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", default="", help="comma-separated substrings of OpInfo names")
+    p.add_argument("--dtypes", default=",".join(DTYPE_NAMES))
+    p.add_argument("--directions", default="forward,backward,error")
+    p.add_argument("--mode", default="strict", choices=["strict", "fused"],
+                   help="eager mode to measure (fused: once Fused eager exists)")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--max-samples", type=int, default=2)
+    p.add_argument("--minor-max-samples", type=int, default=1,
+                   help="samples for float16/int32/bool (default: --max-samples)")
+    p.add_argument("--budget", type=float, default=0,
+                   help="stop starting cases after this many seconds (rest: not_run)")
+    p.add_argument("--timeout", type=int, default=180, help="seconds without progress = hang")
+    p.add_argument("--out", default=None, help="markdown report (default docs/op_coverage.md "
+                   "for a full run, none with --ops)")
+    p.add_argument("--json", default=None, help="write all results as JSON")
+    p.add_argument("--fast", action="store_true",
+                   help="run the fast subset of tests/python/test_conformance_fast.py")
+    p.add_argument("--from-json", metavar="RESULTS_JSON",
+                   help="rewrite the report from a --json file instead of running")
+    p.add_argument("--select-fast", metavar="RESULTS_JSONL",
+                   help="print the fast subset chosen from a --trace run's results")
+    p.add_argument("--trace", action="store_true",
+                   help="record the aten ops of native-passing forward samples (fast subset selection)")
+    p.add_argument("--tmpdir", default="/tmp/tt_conformance")
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.mode != "strict":
+        p.error(f"--mode {args.mode}: only Strict eager exists so far")
+    if args.worker:
+        worker_main(args.max_samples, args.mode, args.trace, args.minor_max_samples)
+        return 0
+    if args.fast:
+        return run_fast(args)
+    if args.select_fast:
+        with open(args.select_fast) as f:
+            res = [json.loads(ln) for ln in f if ln.strip()]
+        cases, covered, missing = select_fast(res)
+        print(f"# {len(cases)} cases; cover {len(covered)} lowerings; "
+              f"{len(missing)} lowerings not reached by a traced native-passing sample")
+        print("FAST_CASES = [")
+        for c in cases:
+            print(f"    {c!r},")
+        print("]")
+        print("NOT_REACHED = " + repr(missing))
+        return 0
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        results, wall = saved["results"], saved["wall"]
+        for k in ("max_samples", "minor_max_samples", "workers", "budget", "dtypes", "timeout"):
+            setattr(args, k, saved["args"][k])
+    else:
+        results, wall = run_all(args)
+    totals = summarize(results)
+    for (dt, d), t in totals.items():
+        print(f"{dt:9s} {d:9s} " + " ".join(f"{c}={t[c]}" for c in CLASSES + ["no_samples"]))
+    print(f"wall {wall:.0f}s")
+    if args.json and not args.from_json:
+        with open(args.json, "w") as f:
+            json.dump({"wall": wall, "args": vars(args), "results": results}, f)
+    out = args.out if args.out is not None else (None if args.ops else "docs/op_coverage.md")
+    if out:
+        write_report(results, wall, args, out)
+        print("wrote", out)
+    return 0
+
+
+def _norm(name):
+    return name[:-len(".default")] if name.endswith(".default") else name
+
+
+def select_fast(results, target=300):
+    """Chooses the fast subset from --trace runs: a greedy cover of every
+    lowering that a traced native-passing sample reaches, topped up
+    with more native-passing cases (float32 backward, bfloat16, int64) up to
+    `target`. Returns (cases, lowerings covered, lowerings not reached)."""
+    import torch_tpu
+    lowered = set(torch_tpu.debug.lowered_ops())
+    cand = {}
+    rank = {("float32", "forward"): 0, ("float32", "backward"): 1, ("int64", "forward"): 2,
+            ("bfloat16", "forward"): 3}
+    for r in results:
+        for s in r.get("samples", []):
+            if s["cls"] == "native_pass" and "ops" in s:
+                cand[(r["key"], r["dtype"], r["dir"], s["index"])] = \
+                    {_norm(o) for o in s["ops"]} & lowered
+    # Ties: prefer float32 forward, then backward, int64, bfloat16; then fewer ops.
+    pref = {c: (rank.get((c[1], c[2]), 9), len(cand[c])) for c in cand}
+    covered, chosen = set(), []
+    while True:
+        best = max(cand, key=lambda c: (len(cand[c] - covered), -pref[c][0], -pref[c][1]),
+                   default=None)
+        if best is None or not cand[best] - covered:
+            break
+        chosen.append(best)
+        covered |= cand.pop(best)
+    extra = []
+    for want in (("float32", "backward"), ("bfloat16", "forward"), ("int64", "forward"),
+                 ("float32", "forward")):
+        for r in results:
+            if (r["dtype"], r["dir"]) == want and r["cls"] == "native_pass" and r["samples"]:
+                c = (r["key"], r["dtype"], r["dir"], r["samples"][0]["index"])
+                if c not in chosen and c not in extra:
+                    extra.append(c)
+    chosen_keys = {c[0] for c in chosen}
+    # Spread the top-up over ops: prefer ops not yet in the subset.
+    extra.sort(key=lambda c: (c[0] in chosen_keys, c[0].startswith("_foreach")))
+    chosen += extra[:max(0, target - len(chosen))]
+    return chosen, sorted(covered), sorted(lowered - covered)
+
+
+def run_fast(args):
+    """Runs the fast subset through the isolated workers (same cases as the test)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    import test_conformance_fast as fast
+    bad = 0
+    t0 = time.time()
+    for key, dtype, direction, idx in fast.FAST_CASES:
+        r = run_case(key, dtype, direction, max_samples=1, sample_indices={idx})
+        if r["cls"] in ("mismatch", "crash", "unexpected_error"):
+            bad += 1
+            print(key, dtype, direction, idx, r["cls"], r["samples"][:1])
+    print(f"{len(fast.FAST_CASES)} cases, {bad} bad, {time.time() - t0:.0f}s")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
