@@ -23,7 +23,7 @@ CORE_LIB := $(BUILD)/libtt_core.a
 EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
-.PHONY: all build venv test test-c test-python demo bench clean
+.PHONY: all build venv test test-c test-python demo bench conformance clean
 
 all: build
 
@@ -88,6 +88,12 @@ demo:
 bench:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
+
+# The full OpInfo conformance run (about 12 minutes on 2 cores); writes
+# docs/op_coverage.md. Not part of `make test`, which runs a fast subset.
+conformance:
+	$(MAKE) -j2 build
+	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py
 
 clean:
 	rm -rf $(BUILD) $(EXTENSION)
