@@ -964,6 +964,475 @@ static tt_error *lower_adaptive_avg_pool2d_backward(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* ====================================================== trace, cross */
+
+/* trace(self): sum of the main diagonal of a matrix; integers sum in int64. */
+static tt_error *lower_trace(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0);
+  if (xr->ndim != 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "trace: expected a matrix, but got tensor with dim %d",
+                      xr->ndim);
+  tt_dtype dt = xr->dtype;
+  if (dt == TT_F16 || dt == TT_BF16) return tt_lc_decline(c, "dtype %s", tt_dtype_name(dt));
+  tt_dtype out = is_float(dt) ? dt : TT_I64;
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), out);
+  tt_shape is = tt_shape_make(TT_I64, 2, xr->sizes);
+  tt_val diag = tt_b_compare(b, "EQ", tt_b_iota(b, is, 0), tt_b_iota(b, is, 1));
+  x = tt_b_select(b, diag, x, tt_b_full(b, tt_shape_make(out, 2, xr->sizes), 0));
+  int64_t d2[2] = {0, 1};
+  tt_lc_output(c, tt_b_reduce(b, x, tt_b_constant(b, out, 0), d2, 2, "add"));
+  return NULL;
+}
+
+/* linalg_cross(self, other, dim=-1) */
+static tt_error *lower_linalg_cross(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0) || !is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0), *yr = tt_lc_ref(c, 1);
+  if (xr->dtype != yr->dtype) return tt_lc_decline(c, "mixed dtypes");
+  tt_dtype dt = xr->dtype;
+  if (dt == TT_BOOL) return tt_lc_decline(c, "bool");
+  if (xr->ndim != yr->ndim)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "linalg.cross: inputs must have the same number of dimensions.");
+  int args[2] = {0, 1}, nd;
+  int64_t dims[TT_MAX_DIMS];
+  TT_TRY(tt_broadcast_args(c, args, 2, &nd, dims));
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 2, -1), nd);
+  if (dim < 0) return tt_b_take_error(tt_lc_builder(c));
+  if (xr->sizes[dim] != 3 || yr->sizes[dim] != 3)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "linalg.cross: inputs dimension %" PRId64 " must have length 3. Got %" PRId64
+                      " and %" PRId64, dim, xr->sizes[dim], yr->sizes[dim]);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_operand(c, 0, dt, nd, dims), y = tt_operand(c, 1, dt, nd, dims);
+  tt_val xs[3], ys[3];
+  for (int k = 0; k < 3; k++) {
+    int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
+    for (int i = 0; i < nd; i++) li[i] = dims[i];
+    st[dim] = k;
+    li[dim] = k + 1;
+    xs[k] = tt_b_slice(b, x, st, li, NULL);
+    ys[k] = tt_b_slice(b, y, st, li, NULL);
+  }
+  tt_val parts[3];
+  for (int k = 0; k < 3; k++) {
+    int i1 = (k + 1) % 3, i2 = (k + 2) % 3;
+    parts[k] = tt_b_binary(b, "subtract", tt_b_binary(b, "multiply", xs[i1], ys[i2]),
+                           tt_b_binary(b, "multiply", xs[i2], ys[i1]));
+  }
+  tt_lc_output(c, tt_b_concat(b, parts, 3, (int)dim));
+  return NULL;
+}
+
+/* ====================================================== 3-d average pooling */
+
+typedef struct {
+  int64_t k[3], s[3], p[3], in[3], out[3];
+  bool ceil, include_pad;
+  int64_t divisor;
+} pool3_params;
+
+/* avg_pool3d(_backward) arguments from `first` (kernel_size): kernel, stride,
+ * padding, ceil_mode, count_include_pad, divisor_override. */
+static tt_error *read_avg3(tt_lower_ctx *c, const tt_tensor_ref *x, int first, pool3_params *pp) {
+  if (x->ndim != 4 && x->ndim != 5) return tt_lc_decline(c, "input rank");
+  for (int i = 0; i < x->ndim; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t v[TT_MAX_DIMS];
+  int n = tt_lc_int_list(c, first, v, TT_MAX_DIMS);
+  if (n != 1 && n != 3) return tt_lc_decline(c, "kernel_size");
+  for (int i = 0; i < 3; i++) pp->k[i] = v[n == 1 ? 0 : i];
+  n = tt_lc_int_list(c, first + 1, v, TT_MAX_DIMS);
+  if (n > 0 && n != 1 && n != 3) return tt_lc_decline(c, "stride");
+  for (int i = 0; i < 3; i++) pp->s[i] = n <= 0 ? pp->k[i] : v[n == 1 ? 0 : i];
+  n = tt_lc_int_list(c, first + 2, v, TT_MAX_DIMS);
+  if (n != 1 && n != 3) return tt_lc_decline(c, "padding");
+  for (int i = 0; i < 3; i++) pp->p[i] = v[n == 1 ? 0 : i];
+  pp->ceil = tt_lc_bool(c, first + 3, false);
+  pp->include_pad = tt_lc_bool(c, first + 4, true);
+  pp->divisor = tt_lc_is_none(c, first + 5) ? 0 : tt_lc_int(c, first + 5, 0);
+  if (!tt_lc_is_none(c, first + 5) && pp->divisor == 0)
+    return tt_lc_fail(c, TT_ERR_RUNTIME, "divisor must be not zero");
+  for (int i = 0; i < 3; i++) {
+    if (pp->k[i] <= 0 || pp->s[i] <= 0 || pp->p[i] < 0 || pp->p[i] > pp->k[i] / 2)
+      return tt_lc_decline(c, "invalid pooling parameters");
+    pp->in[i] = x->sizes[x->ndim - 3 + i];
+    pp->out[i] = pool_out(pp->in[i], pp->k[i], pp->p[i], pp->s[i], 1, pp->ceil);
+    if (pp->out[i] <= 0 || pp->out[i] > 4096) return tt_lc_decline(c, "output size");
+  }
+  return NULL;
+}
+
+/* x as [N, C, D, H, W] (4-d inputs get a leading 1). */
+static tt_val as5d(tt_builder *b, tt_val x) {
+  tt_shape s = tt_b_shape(b, x);
+  if (s.ndim == 5) return x;
+  int64_t d[5] = {1, s.dims[0], s.dims[1], s.dims[2], s.dims[3]};
+  return tt_b_reshape(b, x, 5, d);
+}
+
+/* Divisor tensor [N, C, OD, OH, OW] (separable per-dim factors). */
+static tt_val avg3_divisor(tt_builder *b, const pool3_params *pp, tt_dtype dt, const int64_t *od) {
+  tt_shape s = tt_shape_make(dt, 5, od);
+  if (pp->divisor) return tt_b_full(b, s, (double)pp->divisor);
+  tt_val r = TT_INVALID;
+  double f[4096];
+  for (int i = 0; i < 3; i++) {
+    for (int64_t o = 0; o < pp->out[i]; o++) {
+      int64_t st = o * pp->s[i] - pp->p[i], e = st + pp->k[i];
+      if (e > pp->in[i] + pp->p[i]) e = pp->in[i] + pp->p[i];
+      int64_t full = e - st;
+      if (st < 0) st = 0;
+      if (e > pp->in[i]) e = pp->in[i];
+      f[o] = (double)(pp->include_pad ? full : e - st);
+    }
+    tt_val v = bcast_dim(b, const_vec(b, dt, f, pp->out[i]), 5, od, 2 + i);
+    r = r == TT_INVALID ? v : tt_b_binary(b, "multiply", r, v);
+  }
+  return r;
+}
+
+static tt_val back_to_in(tt_builder *b, tt_val x, const tt_tensor_ref *like, const int64_t *sp) {
+  if (like->ndim == 5) return x;
+  int64_t d[4] = {like->sizes[0], sp[0], sp[1], sp[2]};
+  return tt_b_reshape(b, x, 4, d);
+}
+
+/* avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+ * divisor_override) */
+static tt_error *lower_avg_pool3d(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0);
+  tt_dtype dt = xr->dtype;
+  if (!is_float(dt)) return tt_lc_decline(c, "dtype");
+  pool3_params pp;
+  TT_TRY(read_avg3(c, xr, 1, &pp));
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype acc = acc_dtype(dt);
+  tt_val x = as5d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
+  tt_shape xs = tt_b_shape(b, x);
+  int64_t win[5] = {1, 1}, st[5] = {1, 1}, lo[5] = {0, 0}, hi[5] = {0, 0};
+  for (int i = 0; i < 3; i++) {
+    win[2 + i] = pp.k[i];
+    st[2 + i] = pp.s[i];
+    lo[2 + i] = pp.p[i];
+    int64_t need = (pp.out[i] - 1) * pp.s[i] + pp.k[i] - pp.in[i] - pp.p[i];
+    hi[2 + i] = need > 0 ? need : 0;
+  }
+  tt_val sum = window_sum(b, x, win, st, lo, hi);
+  int64_t od[5] = {xs.dims[0], xs.dims[1], pp.out[0], pp.out[1], pp.out[2]}, z5[5] = {0};
+  sum = tt_b_slice(b, sum, z5, od, NULL);
+  tt_val r = tt_b_binary(b, "divide", sum, avg3_divisor(b, &pp, acc, od));
+  tt_lc_output(c, tt_b_convert(b, back_to_in(b, r, xr, pp.out), dt));
+  return NULL;
+}
+
+/* avg_pool3d_backward(grad_output, self, kernel_size, stride, padding,
+ * ceil_mode, count_include_pad, divisor_override) */
+static tt_error *lower_avg_pool3d_backward(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0) || !is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *gr = tt_lc_ref(c, 0), *xr = tt_lc_ref(c, 1);
+  tt_dtype dt = xr->dtype;
+  if (!is_float(dt) || gr->dtype != dt) return tt_lc_decline(c, "dtype");
+  pool3_params pp;
+  TT_TRY(read_avg3(c, xr, 2, &pp));
+  if (gr->ndim != xr->ndim) return tt_lc_decline(c, "shapes");
+  for (int i = 0; i < xr->ndim; i++) {
+    int64_t want = i < xr->ndim - 3 ? xr->sizes[i] : pp.out[i - (xr->ndim - 3)];
+    if (gr->sizes[i] != want) return tt_lc_decline(c, "shapes");
+  }
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype acc = acc_dtype(dt);
+  tt_val g = as5d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
+  tt_shape gs = tt_b_shape(b, g);
+  g = tt_b_binary(b, "divide", g, avg3_divisor(b, &pp, acc, gs.dims));
+  int64_t lo[5] = {0}, in[5] = {0}, win[5] = {1, 1}, one[5] = {1, 1, 1, 1, 1}, z[5] = {0};
+  for (int i = 0; i < 3; i++) {
+    lo[2 + i] = pp.k[i] - 1;
+    in[2 + i] = pp.s[i] - 1;
+    win[2 + i] = pp.k[i];
+  }
+  g = tt_b_pad(b, g, tt_b_constant(b, acc, 0), lo, lo, in);
+  tt_val full = window_sum(b, g, win, one, z, z);
+  tt_shape fs = tt_b_shape(b, full);
+  int64_t plo[5] = {0}, phi[5] = {0};
+  for (int i = 0; i < 3; i++) {
+    plo[2 + i] = -pp.p[i];
+    phi[2 + i] = pp.in[i] + pp.p[i] - fs.dims[2 + i];
+  }
+  full = tt_b_pad(b, full, tt_b_constant(b, acc, 0), plo, phi, z);
+  tt_lc_output(c, tt_b_convert(b, back_to_in(b, full, xr, pp.in), dt));
+  return NULL;
+}
+
+/* ====================================================== 3-d max pooling */
+
+typedef struct {
+  int64_t k[3], s[3], p[3], d[3], in[3], out[3];
+} mpool3_params;
+
+/* kernel_size, stride, padding, dilation, ceil_mode from arg `first`. */
+static tt_error *read_max3(tt_lower_ctx *c, const tt_tensor_ref *x, int first, mpool3_params *pp) {
+  if (x->ndim != 4 && x->ndim != 5) return tt_lc_decline(c, "input rank");
+  for (int i = 0; i < x->ndim; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t v[TT_MAX_DIMS];
+  int64_t *dst[4] = {pp->k, pp->s, pp->p, pp->d};
+  for (int a = 0; a < 4; a++) {
+    int n = tt_lc_int_list(c, first + a, v, TT_MAX_DIMS);
+    if (a == 1 && n <= 0) {
+      for (int i = 0; i < 3; i++) pp->s[i] = pp->k[i];
+      continue;
+    }
+    if (n != 1 && n != 3) return tt_lc_decline(c, "pooling parameter %d", a);
+    for (int i = 0; i < 3; i++) dst[a][i] = v[n == 1 ? 0 : i];
+  }
+  bool ceil = tt_lc_bool(c, first + 4, false);
+  int64_t taps = 1;
+  for (int i = 0; i < 3; i++) {
+    if (pp->k[i] <= 0 || pp->s[i] <= 0 || pp->d[i] <= 0 || pp->p[i] < 0 || pp->p[i] > pp->k[i] / 2)
+      return tt_lc_decline(c, "invalid pooling parameters");
+    pp->in[i] = x->sizes[x->ndim - 3 + i];
+    pp->out[i] = pool_out(pp->in[i], pp->k[i], pp->p[i], pp->s[i], pp->d[i], ceil);
+    if (pp->out[i] <= 0) return tt_lc_decline(c, "output size too small");
+    taps *= pp->k[i];
+  }
+  if (taps > 343) return tt_lc_decline(c, "kernel too large");
+  return NULL;
+}
+
+/* max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode) */
+static tt_error *lower_max_pool3d(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0);
+  tt_dtype dt = xr->dtype;
+  if (!is_float(dt)) return tt_lc_decline(c, "dtype");
+  mpool3_params pp;
+  TT_TRY(read_max3(c, xr, 1, &pp));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = as5d(b, tt_lc_tensor(c, 0));
+  tt_shape xs = tt_b_shape(b, x);
+  int64_t lo[5] = {0}, hi[5] = {0}, z[5] = {0};
+  for (int i = 0; i < 3; i++) {
+    lo[2 + i] = pp.p[i];
+    int64_t need = (pp.out[i] - 1) * pp.s[i] + (pp.k[i] - 1) * pp.d[i] + 1 - pp.in[i] - pp.p[i];
+    hi[2 + i] = need > 0 ? need : 0;
+  }
+  tt_val xp = tt_b_pad(b, x, tt_b_constant(b, dt, tt_dtype_lowest(dt)), lo, hi, z);
+  int64_t od[5] = {xs.dims[0], xs.dims[1], pp.out[0], pp.out[1], pp.out[2]};
+  tt_shape is = tt_shape_make(TT_I64, 5, od);
+  tt_val best = TT_INVALID, idx = TT_INVALID, have = TT_INVALID;
+  tt_val io[3];
+  for (int i = 0; i < 3; i++) io[i] = tt_b_iota(b, is, 2 + i);
+  int64_t t[3];
+  for (t[0] = 0; t[0] < pp.k[0]; t[0]++)
+    for (t[1] = 0; t[1] < pp.k[1]; t[1]++)
+      for (t[2] = 0; t[2] < pp.k[2]; t[2]++) {
+        int64_t st[5] = {0}, li[5] = {od[0], od[1]}, sd[5] = {1, 1};
+        tt_val flat = TT_INVALID, valid = TT_INVALID;
+        for (int i = 0; i < 3; i++) {
+          st[2 + i] = t[i] * pp.d[i];
+          li[2 + i] = st[2 + i] + (pp.out[i] - 1) * pp.s[i] + 1;
+          sd[2 + i] = pp.s[i];
+          tt_val pos = tt_b_binary(b, "add", tt_b_binary(b, "multiply", io[i], tt_b_full(b, is, (double)pp.s[i])),
+                                   tt_b_full(b, is, (double)(t[i] * pp.d[i] - pp.p[i])));
+          flat = flat == TT_INVALID ? pos
+                                    : tt_b_binary(b, "add", tt_b_binary(b, "multiply", flat,
+                                                                        tt_b_full(b, is, (double)pp.in[i])),
+                                                  pos);
+          bool ok = t[i] * pp.d[i] - pp.p[i] >= 0 &&
+                    (pp.out[i] - 1) * pp.s[i] + t[i] * pp.d[i] - pp.p[i] < pp.in[i];
+          if (!ok) {
+            tt_val vi = tt_b_binary(b, "and", tt_b_compare(b, "GE", pos, tt_b_full(b, is, 0)),
+                                    tt_b_compare(b, "LT", pos, tt_b_full(b, is, (double)pp.in[i])));
+            valid = valid == TT_INVALID ? vi : tt_b_binary(b, "and", valid, vi);
+          }
+        }
+        tt_val v = tt_b_slice(b, xp, st, li, sd);
+        tt_shape bs = tt_shape_make(TT_BOOL, 5, od);
+        if (best == TT_INVALID) {
+          /* CPU starts from the first in-bounds position of each window */
+          best = v;
+          idx = flat;
+          have = valid == TT_INVALID ? tt_b_full(b, bs, 1) : valid;
+          continue;
+        }
+        tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
+        upd = tt_b_binary(b, "or", upd, tt_b_unary(b, "not", have));
+        if (valid != TT_INVALID) {
+          upd = tt_b_binary(b, "and", upd, valid);
+          have = tt_b_binary(b, "or", have, valid);
+        } else {
+          have = tt_b_full(b, bs, 1);
+        }
+        best = tt_b_select(b, upd, v, best);
+        idx = tt_b_select(b, upd, flat, idx);
+      }
+  tt_lc_output(c, back_to_in(b, best, xr, pp.out));
+  tt_lc_output(c, back_to_in(b, idx, xr, pp.out));
+  return NULL;
+}
+
+/* max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride,
+ * padding, dilation, ceil_mode, indices) */
+static tt_error *lower_max_pool3d_backward(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0) || !is_tensor(c, 1) || !is_tensor(c, 7))
+    return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *gr = tt_lc_ref(c, 0), *xr = tt_lc_ref(c, 1), *ir = tt_lc_ref(c, 7);
+  tt_dtype dt = xr->dtype;
+  if (!is_float(dt) || gr->dtype != dt || ir->dtype != TT_I64) return tt_lc_decline(c, "dtype");
+  mpool3_params pp;
+  TT_TRY(read_max3(c, xr, 2, &pp));
+  if (gr->ndim != xr->ndim || ir->ndim != xr->ndim) return tt_lc_decline(c, "shapes");
+  for (int i = 0; i < xr->ndim; i++) {
+    int64_t want = i < xr->ndim - 3 ? xr->sizes[i] : pp.out[i - (xr->ndim - 3)];
+    if (gr->sizes[i] != want || ir->sizes[i] != want) return tt_lc_decline(c, "shapes");
+  }
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype acc = acc_dtype(dt);
+  tt_val g = as5d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
+  tt_val ix = as5d(b, tt_lc_tensor(c, 7));
+  tt_shape gs = tt_b_shape(b, g);
+  int64_t N = gs.dims[0], C = gs.dims[1], plane = pp.in[0] * pp.in[1] * pp.in[2];
+  int64_t nout = tt_shape_numel(&gs), total = N * C * plane;
+  tt_shape is = tt_shape_make(TT_I64, 5, gs.dims);
+  tt_val pl = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)C)),
+                          tt_b_iota(b, is, 1));
+  tt_val lin = tt_b_binary(b, "add", tt_b_binary(b, "multiply", pl, tt_b_full(b, is, (double)plane)), ix);
+  int64_t idims[2] = {nout, 1};
+  lin = tt_b_reshape(b, lin, 2, idims);
+  tt_val upd = tt_b_reshape(b, g, 1, &nout);
+  tt_val base = tt_b_full(b, tt_shape_make(acc, 1, &total), 0);
+  char region[600];
+  tt_b_region_binary(region, sizeof region, acc, "add");
+  const char *attrs =
+      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+      "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "
+      "unique_indices = false";
+  tt_val ins[3] = {base, lin, upd}, r;
+  tt_shape out = tt_shape_make(acc, 1, &total);
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  int64_t d5[5] = {N, C, pp.in[0], pp.in[1], pp.in[2]};
+  r = tt_b_reshape(b, r, 5, d5);
+  tt_lc_output(c, tt_b_convert(b, back_to_in(b, r, xr, pp.in), dt));
+  return NULL;
+}
+
+/* ====================================================== cholesky, triangular solve */
+
+/* x [..., n, n] restricted to its lower (or upper) triangle; the diagonal
+ * set to 1 when unit. */
+static tt_val tri_mask(tt_builder *b, tt_val x, bool lower, bool unit) {
+  tt_shape s = tt_b_shape(b, x);
+  tt_shape is = s;
+  is.dtype = TT_I64;
+  tt_val r = tt_b_iota(b, is, s.ndim - 2), col = tt_b_iota(b, is, s.ndim - 1);
+  tt_val keep = tt_b_compare(b, lower ? "GE" : "LE", r, col);
+  x = tt_b_select(b, keep, x, tt_b_full(b, s, 0));
+  if (unit) x = tt_b_select(b, tt_b_compare(b, "EQ", r, col), tt_b_full(b, s, 1), x);
+  return x;
+}
+
+/* swaps the last two dims */
+static tt_val mT(tt_builder *b, tt_val x) {
+  int nd = tt_b_ndim(b, x);
+  int64_t perm[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) perm[i] = i;
+  perm[nd - 2] = nd - 1;
+  perm[nd - 1] = nd - 2;
+  return tt_b_transpose(b, x, perm);
+}
+
+/* linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False) */
+static tt_error *lower_linalg_solve_triangular(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0) || !is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *ar = tt_lc_ref(c, 0), *br = tt_lc_ref(c, 1);
+  tt_dtype dt = ar->dtype;
+  if (br->dtype != dt || (dt != TT_F32 && dt != TT_F64)) return tt_lc_decline(c, "dtype");
+  if (ar->ndim < 2 || br->ndim < 2) return tt_lc_decline(c, "rank");
+  bool upper = tt_lc_bool(c, 2, false), left = tt_lc_bool(c, 3, true),
+       unit = tt_lc_bool(c, 4, false);
+  int64_t n = ar->sizes[ar->ndim - 1];
+  if (ar->sizes[ar->ndim - 2] != n) return tt_lc_decline(c, "A not square");
+  int64_t m0 = br->sizes[br->ndim - 2], m1 = br->sizes[br->ndim - 1];
+  if ((left ? m0 : m1) != n) return tt_lc_decline(c, "shape mismatch");
+  if (n == 0 || m0 == 0 || m1 == 0) return tt_lc_decline(c, "empty");
+  int nb;
+  int64_t batch[TT_MAX_DIMS];
+  if (!tt_broadcast_dims(ar->ndim - 2, ar->sizes, br->ndim - 2, br->sizes, &nb, batch))
+    return tt_lc_decline(c, "batch shapes");
+  tt_builder *b = tt_lc_builder(c);
+  int64_t ad[TT_MAX_DIMS], bd[TT_MAX_DIMS];
+  memcpy(ad, batch, sizeof(int64_t) * (size_t)nb);
+  memcpy(bd, batch, sizeof(int64_t) * (size_t)nb);
+  ad[nb] = ad[nb + 1] = n;
+  bd[nb] = m0;
+  bd[nb + 1] = m1;
+  tt_val a = tt_b_broadcast_to(b, tt_lc_tensor(c, 0), nb + 2, ad);
+  tt_val bb = tt_b_broadcast_to(b, tt_lc_tensor(c, 1), nb + 2, bd);
+  a = tri_mask(b, a, !upper, unit);
+  char attrs[200];
+  snprintf(attrs, sizeof attrs,
+           "left_side = %s, lower = %s, unit_diagonal = %s, "
+           "transpose_a = #stablehlo<transpose NO_TRANSPOSE>",
+           left ? "true" : "false", upper ? "false" : "true", unit ? "true" : "false");
+  tt_val ins[2] = {a, bb};
+  tt_lc_output(c, tt_b_op(b, "stablehlo.triangular_solve", ins, 2, attrs, tt_b_shape(b, bb)));
+  return NULL;
+}
+
+/* linalg_cholesky_ex(self, *, upper=False, check_errors=False) -> (L, info).
+ * info is the order of the first non-positive leading minor (0 if none),
+ * read off the factor's diagonal. */
+static tt_error *lower_linalg_cholesky_ex(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *ar = tt_lc_ref(c, 0);
+  tt_dtype dt = ar->dtype;
+  if (dt != TT_F32 && dt != TT_F64) return tt_lc_decline(c, "dtype");
+  if (ar->ndim < 2) return tt_lc_decline(c, "rank");
+  int nd = ar->ndim;
+  int64_t n = ar->sizes[nd - 1];
+  if (ar->sizes[nd - 2] != n) return tt_lc_decline(c, "not square");
+  if (n == 0) return tt_lc_decline(c, "empty");
+  if (tt_lc_bool(c, 2, false)) return tt_lc_decline(c, "check_errors");
+  bool upper = tt_lc_bool(c, 1, false);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val a = tt_lc_tensor(c, 0);
+  if (upper) a = mT(b, a);
+  {
+    /* symmetric matrix from the lower triangle (the one PyTorch reads) */
+    tt_shape as = tt_b_shape(b, a), ais = as;
+    ais.dtype = TT_I64;
+    tt_val lowp = tt_b_compare(b, "GE", tt_b_iota(b, ais, nd - 2), tt_b_iota(b, ais, nd - 1));
+    a = tt_b_select(b, lowp, a, mT(b, a));
+  }
+  tt_val l = tt_b_op(b, "stablehlo.cholesky", &a, 1, "lower = true", tt_b_shape(b, a));
+  l = tri_mask(b, l, true, false);
+  /* diagonal [..., n]: sum over the last dim of the masked diagonal */
+  tt_shape s = tt_b_shape(b, l), is = s;
+  is.dtype = TT_I64;
+  tt_val eye = tt_b_compare(b, "EQ", tt_b_iota(b, is, nd - 2), tt_b_iota(b, is, nd - 1));
+  tt_val dg = tt_b_select(b, eye, l, tt_b_full(b, s, 0));
+  int64_t last[1] = {nd - 1};
+  dg = tt_b_reduce(b, dg, tt_b_constant(b, dt, 0), last, 1, "add");
+  tt_shape ds = tt_b_shape(b, dg), dis = ds;
+  dis.dtype = TT_I32;
+  tt_val bad = tt_b_unary(b, "not", tt_b_compare(b, "GT", dg, tt_b_full(b, ds, 0)));
+  /* first bad index + 1: min over (bad ? i + 1 : n + 1), then n + 1 -> 0 */
+  tt_val pos = tt_b_binary(b, "add", tt_b_iota(b, dis, nd - 2), tt_b_full(b, dis, 1));
+  pos = tt_b_select(b, bad, pos, tt_b_full(b, dis, (double)(n + 1)));
+  int64_t ld[1] = {nd - 2};
+  tt_val first = tt_b_reduce(b, pos, tt_b_constant(b, TT_I32, (double)(n + 1)), ld, 1, "minimum");
+  tt_shape fs = tt_b_shape(b, first);
+  tt_val info = tt_b_select(b, tt_b_compare(b, "EQ", first, tt_b_full(b, fs, (double)(n + 1))),
+                            tt_b_full(b, fs, 0), first);
+  tt_lc_output(c, upper ? mT(b, l) : l);
+  tt_lc_output(c, info);
+  return NULL;
+}
+
 TT_LOWERINGS(linalg) = {
     {lower_mm, {"mm", "mm.out"}},
     {lower_bmm, {"bmm", "bmm.out"}},
@@ -986,5 +1455,15 @@ TT_LOWERINGS(linalg) = {
     {lower_adaptive_avg_pool2d, {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"}},
     {lower_adaptive_avg_pool2d_backward,
      {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out"}},
+    {lower_trace, {"trace", "trace.out"}},
+    {lower_linalg_cross, {"linalg_cross", "linalg_cross.out"}},
+    {lower_avg_pool3d, {"avg_pool3d", "avg_pool3d.out"}},
+    {lower_avg_pool3d_backward, {"avg_pool3d_backward", "avg_pool3d_backward.grad_input"}},
+    {lower_max_pool3d, {"max_pool3d_with_indices", "max_pool3d_with_indices.out"}},
+    {lower_max_pool3d_backward,
+     {"max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward.grad_input"}},
+    {lower_linalg_solve_triangular,
+     {"linalg_solve_triangular", "linalg_solve_triangular.out"}},
+    {lower_linalg_cholesky_ex, {"linalg_cholesky_ex", "linalg_cholesky_ex.L"}},
     {NULL, {NULL}},
 };

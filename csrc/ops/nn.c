@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/common.h"
@@ -940,6 +941,596 @@ static tt_error *lower_smooth_l1_loss_backward(tt_lower_ctx *c) {
   return huber_like_backward(c, true);
 }
 
+/* ------------------------------------------------------------ padding */
+
+/* x restricted to [start, end) along dim d. */
+static tt_val slice_dim(tt_builder *b, tt_val x, int d, int64_t start, int64_t end) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
+  for (int i = 0; i < s.ndim; i++) li[i] = s.dims[i];
+  st[d] = start;
+  li[d] = end;
+  return tt_b_slice(b, x, st, li, NULL);
+}
+
+static tt_val reverse_dim(tt_builder *b, tt_val x, int d) {
+  char attrs[64];
+  snprintf(attrs, sizeof attrs, "dimensions = array<i64: %d>", d);
+  return tt_b_op(b, "stablehlo.reverse", &x, 1, attrs, tt_b_shape(b, x));
+}
+
+/* Zero padding of lo/hi elements along dim d. */
+static tt_val zpad_dim(tt_builder *b, tt_val x, int d, int64_t lo, int64_t hi) {
+  int nd = tt_b_ndim(b, x);
+  int64_t l[TT_MAX_DIMS] = {0}, h[TT_MAX_DIMS] = {0}, in[TT_MAX_DIMS] = {0};
+  l[d] = lo;
+  h[d] = hi;
+  (void)nd;
+  return tt_b_pad(b, x, cst(b, x, 0), l, h, in);
+}
+
+/* x with dim d (of size 1) broadcast to n. */
+static tt_val repeat_dim(tt_builder *b, tt_val x, int d, int64_t n) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t map[TT_MAX_DIMS];
+  for (int i = 0; i < s.ndim; i++) map[i] = i;
+  s.dims[d] = n;
+  return tt_b_broadcast_in_dim(b, x, s.ndim, s.dims, map);
+}
+
+/* reflection_padNd / replication_padNd(self, padding[2*k]) and their
+ * backwards (grad_output, self, padding). padding lists the last dim first. */
+static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
+  tt_builder *b = tt_lc_builder(c);
+  int si = backward ? 1 : 0;
+  const tt_tensor_ref *x = tt_lc_ref(c, si);
+  if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
+  if (x->dtype == TT_BOOL)
+    return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
+  if (backward && !is_float_dt(x->dtype)) return tt_lc_decline(c, "non-float backward");
+  int64_t pad[6];
+  int np = tt_lc_int_list(c, si + 1, pad, 6);
+  if (np != 2 * k)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "padding size is expected to be %d, but got: %d",
+                      2 * k, np);
+  int nd = x->ndim;
+  if (nd != k + 1 && nd != k + 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected %dD or %dD (batch mode) tensor with possibly 0 batch size and "
+                      "other non-zero dimensions for input, but got: %dD", k + 1, k + 2, nd);
+  for (int i = 0; i < nd; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t odims[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) odims[i] = x->sizes[i];
+  for (int j = 0; j < k; j++) {
+    int d = nd - 1 - j;
+    int64_t l = pad[2 * j], r = pad[2 * j + 1], n = x->sizes[d];
+    if (l < 0 || r < 0) return tt_lc_decline(c, "negative padding");
+    if (reflect && (l >= n || r >= n))
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "Argument #4: Padding size should be less than the corresponding input "
+                        "dimension, but got: padding (%" PRId64 ", %" PRId64 ") at dimension %d "
+                        "of input %dD", l, r, d, nd);
+    odims[d] = n + l + r;
+  }
+  if (!backward) {
+    tt_val v = tt_lc_tensor(c, 0);
+    for (int j = 0; j < k; j++) {
+      int d = nd - 1 - j;
+      int64_t l = pad[2 * j], r = pad[2 * j + 1], n = x->sizes[d];
+      tt_val parts[3];
+      int m = 0;
+      if (l > 0)
+        parts[m++] = reflect ? reverse_dim(b, slice_dim(b, v, d, 1, l + 1), d)
+                             : repeat_dim(b, slice_dim(b, v, d, 0, 1), d, l);
+      parts[m++] = v;
+      if (r > 0)
+        parts[m++] = reflect ? reverse_dim(b, slice_dim(b, v, d, n - 1 - r, n - 1), d)
+                             : repeat_dim(b, slice_dim(b, v, d, n - 1, n), d, r);
+      v = tt_b_concat(b, parts, m, d);
+    }
+    tt_lc_output(c, v);
+    return NULL;
+  }
+  const tt_tensor_ref *g = tt_lc_ref(c, 0);
+  if (!g || !g->storage || g->dtype != x->dtype || !shape_is(g, nd, odims))
+    return tt_lc_decline(c, "grad_output shape/dtype");
+  tt_dtype acc = opmath(x->dtype);
+  tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  for (int j = 0; j < k; j++) {
+    int d = nd - 1 - j;
+    int64_t l = pad[2 * j], r = pad[2 * j + 1], n = x->sizes[d];
+    tt_val gi = slice_dim(b, v, d, l, l + n);
+    if (l > 0) {
+      tt_val lp = slice_dim(b, v, d, 0, l);
+      if (reflect) {
+        lp = zpad_dim(b, reverse_dim(b, lp, d), d, 1, n - 1 - l);
+      } else {
+        int64_t rd[1] = {d};
+        tt_shape ks = tt_b_shape(b, lp);
+        ks.dims[d] = 1;
+        lp = zpad_dim(b, tt_b_reshape(b, rsum(b, lp, rd, 1), ks.ndim, ks.dims), d, 0, n - 1);
+      }
+      gi = add(b, gi, lp);
+    }
+    if (r > 0) {
+      tt_val rp = slice_dim(b, v, d, l + n, l + n + r);
+      if (reflect) {
+        rp = zpad_dim(b, reverse_dim(b, rp, d), d, n - 1 - r, 1);
+      } else {
+        int64_t rd[1] = {d};
+        tt_shape ks = tt_b_shape(b, rp);
+        ks.dims[d] = 1;
+        rp = zpad_dim(b, tt_b_reshape(b, rsum(b, rp, rd, 1), ks.ndim, ks.dims), d, n - 1, 0);
+      }
+      gi = add(b, gi, rp);
+    }
+    v = gi;
+  }
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
+static tt_error *lower_reflection_pad1d(tt_lower_ctx *c) { return pad_impl(c, 1, true, false); }
+static tt_error *lower_reflection_pad2d(tt_lower_ctx *c) { return pad_impl(c, 2, true, false); }
+static tt_error *lower_reflection_pad3d(tt_lower_ctx *c) { return pad_impl(c, 3, true, false); }
+static tt_error *lower_replication_pad1d(tt_lower_ctx *c) { return pad_impl(c, 1, false, false); }
+static tt_error *lower_replication_pad2d(tt_lower_ctx *c) { return pad_impl(c, 2, false, false); }
+static tt_error *lower_replication_pad3d(tt_lower_ctx *c) { return pad_impl(c, 3, false, false); }
+static tt_error *lower_reflection_pad1d_bw(tt_lower_ctx *c) { return pad_impl(c, 1, true, true); }
+static tt_error *lower_reflection_pad2d_bw(tt_lower_ctx *c) { return pad_impl(c, 2, true, true); }
+static tt_error *lower_reflection_pad3d_bw(tt_lower_ctx *c) { return pad_impl(c, 3, true, true); }
+static tt_error *lower_replication_pad1d_bw(tt_lower_ctx *c) { return pad_impl(c, 1, false, true); }
+static tt_error *lower_replication_pad2d_bw(tt_lower_ctx *c) { return pad_impl(c, 2, false, true); }
+static tt_error *lower_replication_pad3d_bw(tt_lower_ctx *c) { return pad_impl(c, 3, false, true); }
+
+/* ------------------------------------------------------------ upsampling */
+
+/* Static 1-D constant (i64 indices, or float weights printed exactly). */
+static tt_val const_vec_dt(tt_builder *b, tt_dtype dt, const double *v, const int64_t *iv,
+                           int64_t n) {
+  size_t cap = (size_t)n * 32 + 128, off = 0;
+  char *attrs = malloc(cap);
+  if (!attrs) return tt_b_fail(b, TT_ERR_OUT_OF_MEMORY, "out of host memory");
+  off += (size_t)snprintf(attrs + off, cap - off, "value = dense<[");
+  for (int64_t i = 0; i < n; i++) {
+    if (iv)
+      off += (size_t)snprintf(attrs + off, cap - off, "%s%" PRId64, i ? ", " : "", iv[i]);
+    else
+      off += (size_t)snprintf(attrs + off, cap - off, "%s%.17e", i ? ", " : "", v[i]);
+  }
+  tt_shape s = tt_shape_make(dt, 1, &n);
+  char ty[64];
+  tt_shape_print(&s, ty, sizeof ty);
+  snprintf(attrs + off, cap - off, "]> : %s", ty);
+  tt_val r = tt_b_op(b, "stablehlo.constant", NULL, 0, attrs, s);
+  free(attrs);
+  return r;
+}
+
+/* x with dim d replaced by x[idx[0..n)] along d (static indices). */
+static tt_val take_dim(tt_builder *b, tt_val x, int d, const int64_t *idx, int64_t n) {
+  tt_shape s = tt_b_shape(b, x), out = s;
+  out.dims[d] = n;
+  int64_t n1[2] = {n, 1};
+  tt_val ix = tt_b_reshape(b, const_vec_dt(b, TT_I64, NULL, idx, n), 2, n1);
+  char offs[200], ss[200], attrs[700];
+  int64_t od[TT_MAX_DIMS], sz[TT_MAX_DIMS];
+  int no = 0;
+  for (int i = 0; i < s.ndim; i++) {
+    if (i != d) od[no++] = i;
+    sz[i] = i == d ? 1 : s.dims[i];
+  }
+  tt_fmt_i64_list(offs, sizeof offs, od, no);
+  tt_fmt_i64_array(ss, sizeof ss, sz, s.ndim);
+  snprintf(attrs, sizeof attrs,
+           "dimension_numbers = #stablehlo.gather<offset_dims = %s, collapsed_slice_dims = [%d], "
+           "start_index_map = [%d], index_vector_dim = 1>, slice_sizes = %s, "
+           "indices_are_sorted = false",
+           offs, d, d, ss);
+  tt_val ins[2] = {x, ix};
+  return tt_b_op(b, "stablehlo.gather", ins, 2, attrs, out);
+}
+
+/* Transpose of take_dim: zeros with dim d of size m, g's slices added at idx. */
+static tt_val put_add_dim(tt_builder *b, tt_val g, int d, const int64_t *idx, int64_t n,
+                          int64_t m) {
+  tt_shape s = tt_b_shape(b, g), out = s;
+  out.dims[d] = m;
+  int64_t n1[2] = {n, 1};
+  tt_val ix = tt_b_reshape(b, const_vec_dt(b, TT_I64, NULL, idx, n), 2, n1);
+  char wins[200], attrs[700], region[600];
+  int64_t wd[TT_MAX_DIMS];
+  int nw = 0;
+  for (int i = 0; i < s.ndim; i++)
+    if (i != d) wd[nw++] = i;
+  tt_fmt_i64_list(wins, sizeof wins, wd, nw);
+  snprintf(attrs, sizeof attrs,
+           "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = %s, "
+           "inserted_window_dims = [%d], scatter_dims_to_operand_dims = [%d], "
+           "index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false",
+           wins, d, d);
+  tt_b_region_binary(region, sizeof region, s.dtype, "add");
+  tt_val ins[3] = {tt_b_full(b, out, 0), ix, g}, r = TT_INVALID;
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  return r;
+}
+
+/* CPU's compute_scales_value<float>. */
+static float scales_value_f(bool has, double scale, int64_t in, int64_t out) {
+  return has && scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out;
+}
+
+/* Source index of nearest (exact: nearest-exact) upsampling, as CPU computes it. */
+static int64_t nearest_src(int64_t o, int64_t in, int64_t out, bool has, double scale,
+                           bool exact) {
+  if (!exact) {
+    if (out == in) return o;
+    if (out == 2 * in) return o >> 1;
+  }
+  float sc = scales_value_f(has, scale, in, out);
+  int64_t r = exact ? (int64_t)floorf((float)(((double)o + 0.5) * sc)) : (int64_t)floorf((float)o * sc);
+  return r < in - 1 ? r : in - 1;
+}
+
+/* Linear interpolation indices/weights along one dim (CPU's
+ * compute_source_index_and_lambda, in float or double opmath). */
+static void linear_src(int64_t o, int64_t in, int64_t out, bool align, bool has, double scale,
+                       bool dbl, int64_t *i0, int64_t *i1, double *l0, double *l1) {
+  if (out == in) {
+    *i0 = *i1 = o;
+    *l0 = 1;
+    *l1 = 0;
+    return;
+  }
+  if (dbl) {
+    double sc = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
+                      : (has && scale > 0 ? 1.0 / scale : (double)in / (double)out);
+    double real = align ? sc * (double)o : sc * ((double)o + 0.5) - 0.5;
+    if (!align && real < 0) real = 0;
+    int64_t k = (int64_t)floorf((float)real);
+    if (k > in - 1) k = in - 1;
+    double lam = real - (double)k;
+    lam = lam < 0 ? 0 : (lam > 1 ? 1 : lam);
+    *i0 = k;
+    *i1 = k + (k < in - 1 ? 1 : 0);
+    *l1 = lam;
+    *l0 = 1.0 - lam;
+  } else {
+    float sc = align ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
+                     : scales_value_f(has, scale, in, out);
+    float real = align ? sc * (float)o : sc * ((float)o + 0.5f) - 0.5f;
+    if (!align && real < 0) real = 0;
+    int64_t k = (int64_t)floorf(real);
+    if (k > in - 1) k = in - 1;
+    float lam = real - (float)k;
+    lam = lam < 0 ? 0 : (lam > 1 ? 1 : lam);
+    *i0 = k;
+    *i1 = k + (k < in - 1 ? 1 : 0);
+    *l1 = lam;
+    *l0 = 1.0f - lam;
+  }
+}
+
+#define UP_MAX 8192
+
+/* upsample_{nearest,_nearest_exact}{1,2,3}d and upsample_{linear1d,
+ * bilinear2d,trilinear3d}, forward (self, output_size, [align_corners],
+ * scales...) and backward (grad_output, output_size, input_size,
+ * [align_corners], scales...). */
+static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 exact 2 linear */,
+                               bool backward) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0);
+  if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
+  bool linear = mode == 2;
+  if (linear || backward) {
+    if (!is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
+  } else if (x->dtype == TT_BOOL) {
+    return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
+  }
+  int64_t osz[4], isz[TT_MAX_DIMS];
+  if (tt_lc_int_list(c, 1, osz, 4) != k) return tt_lc_decline(c, "output_size");
+  int nd = k + 2;
+  if (backward) {
+    if (tt_lc_int_list(c, 2, isz, TT_MAX_DIMS) != nd) return tt_lc_decline(c, "input_size");
+  } else {
+    if (x->ndim != nd) return tt_lc_decline(c, "input rank %d", x->ndim);
+    for (int i = 0; i < nd; i++) isz[i] = x->sizes[i];
+  }
+  int sc0 = (backward ? 3 : 2) + (linear ? 1 : 0);
+  bool align = linear ? tt_lc_bool(c, sc0 - 1, false) : false;
+  int64_t gdims[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) gdims[i] = i < 2 ? isz[i] : osz[i - 2];
+  for (int i = 0; i < nd; i++)
+    if (isz[i] <= 0 || gdims[i] <= 0 || gdims[i] > UP_MAX) return tt_lc_decline(c, "sizes");
+  if (backward && !shape_is(x, nd, gdims)) return tt_lc_decline(c, "grad_output shape");
+  tt_dtype acc = opmath(x->dtype);
+  bool dbl = acc == TT_F64;
+  tt_val v = tt_lc_tensor(c, 0);
+  if (linear || backward) v = tt_b_convert(b, v, acc);
+  int64_t *i0 = malloc(sizeof(int64_t) * UP_MAX * 2);
+  double *lw = malloc(sizeof(double) * UP_MAX * 2);
+  if (!i0 || !lw) {
+    free(i0);
+    free(lw);
+    return tt_lc_decline(c, "out of host memory");
+  }
+  int64_t *i1 = i0 + UP_MAX;
+  double *l1 = lw + UP_MAX;
+  /* last dim first (CPU's evaluation order for the forward) */
+  for (int j = k - 1; j >= 0; j--) {
+    int d = 2 + j;
+    int64_t in = isz[d], out = osz[j];
+    bool has = !tt_lc_is_none(c, sc0 + j);
+    double scale = has ? tt_lc_double(c, sc0 + j, 0) : 0;
+    for (int64_t o = 0; o < out; o++) {
+      if (linear)
+        linear_src(o, in, out, align, has, scale, dbl, &i0[o], &i1[o], &lw[o], &l1[o]);
+      else
+        i0[o] = nearest_src(o, in, out, has, scale, mode == 1);
+    }
+    if (!linear) {
+      v = backward ? put_add_dim(b, v, d, i0, out, in) : take_dim(b, v, d, i0, out);
+      continue;
+    }
+    tt_val w0 = const_vec_dt(b, acc, lw, NULL, out), w1 = const_vec_dt(b, acc, l1, NULL, out);
+    if (!backward) {
+      tt_val a = take_dim(b, v, d, i0, out), e = take_dim(b, v, d, i1, out);
+      tt_shape s = tt_b_shape(b, a);
+      v = add(b, mul(b, a, along(b, w0, s.ndim, s.dims, d)),
+              mul(b, e, along(b, w1, s.ndim, s.dims, d)));
+    } else {
+      tt_shape s = tt_b_shape(b, v);
+      tt_val a = put_add_dim(b, mul(b, v, along(b, w0, s.ndim, s.dims, d)), d, i0, out, in);
+      tt_val e = put_add_dim(b, mul(b, v, along(b, w1, s.ndim, s.dims, d)), d, i1, out, in);
+      v = add(b, a, e);
+    }
+  }
+  free(i0);
+  free(lw);
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
+static tt_error *lower_up_nearest1d(tt_lower_ctx *c) { return upsample_impl(c, 1, 0, false); }
+static tt_error *lower_up_nearest2d(tt_lower_ctx *c) { return upsample_impl(c, 2, 0, false); }
+static tt_error *lower_up_nearest3d(tt_lower_ctx *c) { return upsample_impl(c, 3, 0, false); }
+static tt_error *lower_up_nearest1d_bw(tt_lower_ctx *c) { return upsample_impl(c, 1, 0, true); }
+static tt_error *lower_up_nearest2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 0, true); }
+static tt_error *lower_up_nearest3d_bw(tt_lower_ctx *c) { return upsample_impl(c, 3, 0, true); }
+static tt_error *lower_up_exact1d(tt_lower_ctx *c) { return upsample_impl(c, 1, 1, false); }
+static tt_error *lower_up_exact2d(tt_lower_ctx *c) { return upsample_impl(c, 2, 1, false); }
+static tt_error *lower_up_exact3d(tt_lower_ctx *c) { return upsample_impl(c, 3, 1, false); }
+static tt_error *lower_up_exact1d_bw(tt_lower_ctx *c) { return upsample_impl(c, 1, 1, true); }
+static tt_error *lower_up_exact2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 1, true); }
+static tt_error *lower_up_exact3d_bw(tt_lower_ctx *c) { return upsample_impl(c, 3, 1, true); }
+static tt_error *lower_up_linear1d(tt_lower_ctx *c) { return upsample_impl(c, 1, 2, false); }
+static tt_error *lower_up_bilinear2d(tt_lower_ctx *c) { return upsample_impl(c, 2, 2, false); }
+static tt_error *lower_up_trilinear3d(tt_lower_ctx *c) { return upsample_impl(c, 3, 2, false); }
+static tt_error *lower_up_linear1d_bw(tt_lower_ctx *c) { return upsample_impl(c, 1, 2, true); }
+static tt_error *lower_up_bilinear2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 2, true); }
+static tt_error *lower_up_trilinear3d_bw(tt_lower_ctx *c) { return upsample_impl(c, 3, 2, true); }
+
+/* ------------------------------------------------------------ soft margin loss */
+
+/* soft_margin_loss(self, target, reduction): log1p(exp(-target * self)) */
+static tt_error *lower_soft_margin_loss(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype dt;
+  tt_val x, t;
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
+  tt_val z = tt_b_unary(b, "exponential", tt_b_unary(b, "negate", mul(b, x, t)));
+  tt_lc_output(c, reduce_loss(b, tt_b_unary(b, "log_plus_one", z), reduction, dt));
+  return NULL;
+}
+
+/* soft_margin_loss_backward(grad_output, self, target, reduction):
+ * -norm * target * z / (1 + z) * grad, z = exp(-target * self) */
+static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype dt;
+  tt_val x, t, g;
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  TT_TRY(loss_operands(c, 1, &dt, &x, &t, &nd, dims));
+  int args[3] = {0, 1, 2};
+  dt = tt_result_type(c, args, 3);
+  TT_TRY(loss_grad(c, tt_lc_int(c, 3, RED_MEAN), opmath(dt), nd, dims, &g));
+  tt_val z = tt_b_unary(b, "exponential", tt_b_unary(b, "negate", mul(b, t, x)));
+  tt_val r = dvd(b, mul(b, tt_b_unary(b, "negate", t), z), add(b, cst(b, z, 1.0), z));
+  tt_lc_output(c, tt_b_convert(b, mul(b, r, g), dt));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ weight norm */
+
+/* Reads (v, g, dim) of _weight_norm_interface(_backward); nd dims, reduce
+ * dims rd (all but dim), and g's keepdim shape. */
+static tt_error *wn_setup(tt_lower_ctx *c, int vi, int gi, int64_t dim, int64_t *rd, int *nr,
+                          int64_t *kdims) {
+  const tt_tensor_ref *v = tt_lc_ref(c, vi), *g = tt_lc_ref(c, gi);
+  if (!v || !g || !v->storage || !g->storage || v->ndim == 0) return tt_lc_decline(c, "args");
+  if ((v->dtype != TT_F32 && v->dtype != TT_F64) || g->dtype != v->dtype)
+    return tt_lc_decline(c, "dtype");
+  int nd = v->ndim;
+  if (dim < 0 || dim >= nd) return tt_lc_decline(c, "dim");
+  *nr = 0;
+  for (int i = 0; i < nd; i++) {
+    kdims[i] = (i == dim) ? v->sizes[i] : 1;
+    if (i != dim) rd[(*nr)++] = i;
+  }
+  int64_t gn = 1;
+  for (int i = 0; i < g->ndim; i++) gn *= g->sizes[i];
+  if (gn != v->sizes[dim]) return tt_lc_decline(c, "g shape");
+  if (dim != 0 && dim != nd - 1) return tt_lc_decline(c, "middle dim");
+  return NULL;
+}
+
+/* _weight_norm_interface(v, g, dim) -> (v * (g / norms), norms) */
+static tt_error *lower_weight_norm_interface(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  int64_t dim = tt_lc_int(c, 2, 0), rd[TT_MAX_DIMS], kd[TT_MAX_DIMS];
+  int nr;
+  TT_TRY(wn_setup(c, 0, 1, dim, rd, &nr, kd));
+  const tt_tensor_ref *v = tt_lc_ref(c, 0);
+  int nd = v->ndim;
+  tt_val vv = tt_lc_tensor(c, 0);
+  tt_val gv = tt_b_reshape(b, tt_lc_tensor(c, 1), nd, kd);
+  tt_val n2 = tt_b_reshape(b, rsum(b, mul(b, vv, vv), rd, nr), nd, kd);
+  tt_val norms = tt_b_unary(b, "sqrt", n2);
+  tt_val w = mul(b, vv, tt_b_broadcast_to(b, dvd(b, gv, norms), nd, v->sizes));
+  tt_lc_output(c, w);
+  const tt_tensor_ref *g = tt_lc_ref(c, 1);
+  tt_lc_output(c, tt_b_reshape(b, norms, g->ndim, g->sizes));
+  return NULL;
+}
+
+/* _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim)
+ *   -> (grad_v, grad_g) */
+static tt_error *lower_weight_norm_interface_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  int64_t dim = tt_lc_int(c, 4, 0), rd[TT_MAX_DIMS], kd[TT_MAX_DIMS];
+  int nr;
+  TT_TRY(wn_setup(c, 1, 2, dim, rd, &nr, kd));
+  const tt_tensor_ref *v = tt_lc_ref(c, 1), *gw = tt_lc_ref(c, 0), *nm = tt_lc_ref(c, 3);
+  int nd = v->ndim;
+  if (!gw || !nm || !shape_is(gw, nd, v->sizes) || gw->dtype != v->dtype || nm->dtype != v->dtype)
+    return tt_lc_decline(c, "grad/norms");
+  tt_val vv = tt_lc_tensor(c, 1), gwv = tt_lc_tensor(c, 0);
+  tt_val gv = tt_b_reshape(b, tt_lc_tensor(c, 2), nd, kd);
+  tt_val norms = tt_b_reshape(b, tt_lc_tensor(c, 3), nd, kd);
+  tt_val dot = tt_b_reshape(b, rsum(b, mul(b, gwv, vv), rd, nr), nd, kd);
+  tt_val grad_g = dvd(b, dot, norms);
+  /* grad_v = (g / norms) * (grad_w - v * (dot / norms^2)) */
+  tt_val k = dvd(b, grad_g, norms);
+  tt_val inner = sub(b, gwv, mul(b, vv, tt_b_broadcast_to(b, k, nd, v->sizes)));
+  tt_val grad_v = mul(b, tt_b_broadcast_to(b, dvd(b, gv, norms), nd, v->sizes), inner);
+  tt_lc_output(c, grad_v);
+  const tt_tensor_ref *g = tt_lc_ref(c, 2);
+  tt_lc_output(c, tt_b_reshape(b, grad_g, g->ndim, g->sizes));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ adaptive max pool */
+
+/* Scatter-add of g [P..., OH, OW] into per-plane flat positions ix (same
+ * shape, i64) of planes of hw elements: result [P..., hw]. */
+static tt_val plane_scatter_add(tt_builder *b, tt_val g, tt_val ix, int64_t hw) {
+  tt_shape gs = tt_b_shape(b, g);
+  int nd = gs.ndim;
+  int64_t planes = 1, per = gs.dims[nd - 1] * gs.dims[nd - 2];
+  for (int i = 0; i < nd - 2; i++) planes *= gs.dims[i];
+  int64_t pd[3] = {planes, per, 1}, p2[2] = {planes, per};
+  tt_val lin = tt_b_reshape(b, ix, 3, pd);
+  tt_shape is = tt_shape_make(TT_I64, 3, pd);
+  tt_val pl = tt_b_iota(b, is, 0);
+  tt_val idx = tt_b_concat(b, (tt_val[]){pl, lin}, 2, 2); /* [planes, per, 2] */
+  tt_val upd = tt_b_reshape(b, g, 2, p2);
+  int64_t od[2] = {planes, hw};
+  tt_shape out = tt_shape_make(gs.dtype, 2, od);
+  char region[600];
+  tt_b_region_binary(region, sizeof region, gs.dtype, "add");
+  const char *attrs =
+      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0, 1], "
+      "scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 2>, indices_are_sorted = false, "
+      "unique_indices = false";
+  tt_val ins[3] = {tt_b_full(b, out, 0), idx, upd}, r = TT_INVALID;
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  return r;
+}
+
+/* adaptive_max_pool2d(self, output_size) -> (out, indices) */
+static tt_error *lower_adaptive_max_pool2d(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0);
+  if (!x || !x->storage || !is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
+  if (x->ndim != 3 && x->ndim != 4) return tt_lc_decline(c, "rank");
+  for (int i = 0; i < x->ndim; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t os[TT_MAX_DIMS];
+  if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "adaptive_max_pool2d(): internal error: output_size.size() must be 2");
+  int nd = x->ndim;
+  int64_t O[2] = {os[0], os[1]}, I[2] = {x->sizes[nd - 2], x->sizes[nd - 1]};
+  if (O[0] <= 0 || O[1] <= 0 || O[0] > UP_MAX || O[1] > UP_MAX) return tt_lc_decline(c, "size");
+  int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 7);
+  if (!buf) return tt_lc_decline(c, "out of host memory");
+  int64_t *st[2] = {buf, buf + UP_MAX}, *en[2] = {buf + 2 * UP_MAX, buf + 3 * UP_MAX};
+  int64_t *ix = buf + 4 * UP_MAX, *vh = buf + 5 * UP_MAX, *vw = buf + 6 * UP_MAX;
+  int64_t K[2] = {0, 0};
+  for (int a = 0; a < 2; a++)
+    for (int64_t o = 0; o < O[a]; o++) {
+      st[a][o] = (o * I[a]) / O[a];
+      en[a][o] = ((o + 1) * I[a] + O[a] - 1) / O[a];
+      if (en[a][o] - st[a][o] > K[a]) K[a] = en[a][o] - st[a][o];
+    }
+  if (K[0] * K[1] > 256) {
+    free(buf);
+    return tt_lc_decline(c, "windows too large");
+  }
+  tt_val xv = tt_lc_tensor(c, 0);
+  int64_t od[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) od[i] = i < nd - 2 ? x->sizes[i] : O[i - (nd - 2)];
+  tt_shape is = tt_shape_make(TT_I64, nd, od), bs = tt_shape_make(TT_BOOL, nd, od);
+  tt_val best = TT_INVALID, bidx = TT_INVALID;
+  for (int64_t th = 0; th < K[0]; th++) {
+    for (int64_t o = 0; o < O[0]; o++) ix[o] = st[0][o] + th < I[0] ? st[0][o] + th : I[0] - 1;
+    tt_val rows = take_dim(b, xv, nd - 2, ix, O[0]);
+    tt_val hpos = along(b, const_vec_dt(b, TT_I64, NULL, ix, O[0]), nd, od, nd - 2);
+    for (int64_t o = 0; o < O[0]; o++) vh[o] = st[0][o] + th < en[0][o];
+    tt_val validh = tt_b_compare(b, "NE", along(b, const_vec_dt(b, TT_I64, NULL, vh, O[0]), nd, od, nd - 2),
+                                 tt_b_full(b, is, 0));
+    for (int64_t tw = 0; tw < K[1]; tw++) {
+      for (int64_t o = 0; o < O[1]; o++) ix[o] = st[1][o] + tw < I[1] ? st[1][o] + tw : I[1] - 1;
+      tt_val v = take_dim(b, rows, nd - 1, ix, O[1]);
+      tt_val wpos = along(b, const_vec_dt(b, TT_I64, NULL, ix, O[1]), nd, od, nd - 1);
+      tt_val flat = add(b, mul(b, hpos, tt_b_full(b, is, (double)I[1])), wpos);
+      if (best == TT_INVALID) {
+        best = v;
+        bidx = flat;
+        continue;
+      }
+      for (int64_t o = 0; o < O[1]; o++) vw[o] = st[1][o] + tw < en[1][o];
+      tt_val validw = tt_b_compare(b, "NE", along(b, const_vec_dt(b, TT_I64, NULL, vw, O[1]), nd, od, nd - 1),
+                                   tt_b_full(b, is, 0));
+      tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
+      upd = tt_b_binary(b, "and", upd, tt_b_binary(b, "and", validh, validw));
+      best = tt_b_select(b, upd, v, best);
+      bidx = tt_b_select(b, upd, flat, bidx);
+    }
+  }
+  (void)bs;
+  free(buf);
+  tt_lc_output(c, best);
+  tt_lc_output(c, bidx);
+  return NULL;
+}
+
+/* adaptive_max_pool2d_backward(grad_output, self, indices) */
+static tt_error *lower_adaptive_max_pool2d_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *x = tt_lc_ref(c, 1), *ir = tt_lc_ref(c, 2);
+  if (!g || !x || !ir || !g->storage || !x->storage || !ir->storage || !is_float_dt(x->dtype) ||
+      g->dtype != x->dtype || ir->dtype != TT_I64)
+    return tt_lc_decline(c, "args");
+  int nd = x->ndim;
+  if ((nd != 3 && nd != 4) || !shape_is(ir, g->ndim, g->sizes) || g->ndim != nd)
+    return tt_lc_decline(c, "shapes");
+  for (int i = 0; i < nd - 2; i++)
+    if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "shapes");
+  tt_dtype acc = opmath(x->dtype);
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val r = plane_scatter_add(b, gv, tt_lc_tensor(c, 2), x->sizes[nd - 1] * x->sizes[nd - 2]);
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, r, nd, x->sizes), x->dtype));
+  return NULL;
+}
+
 TT_LOWERINGS(nn) = {
     {lower_native_batch_norm, {"native_batch_norm", "native_batch_norm.out"}},
     {lower_native_batch_norm_legit,
@@ -970,5 +1561,52 @@ TT_LOWERINGS(nn) = {
     {lower_smooth_l1_loss, {"smooth_l1_loss", "smooth_l1_loss.out"}},
     {lower_smooth_l1_loss_backward,
      {"smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input"}},
+    {lower_reflection_pad1d, {"reflection_pad1d", "reflection_pad1d.out"}},
+    {lower_reflection_pad2d, {"reflection_pad2d", "reflection_pad2d.out"}},
+    {lower_reflection_pad3d, {"reflection_pad3d", "reflection_pad3d.out"}},
+    {lower_replication_pad1d, {"replication_pad1d", "replication_pad1d.out"}},
+    {lower_replication_pad2d, {"replication_pad2d", "replication_pad2d.out"}},
+    {lower_replication_pad3d, {"replication_pad3d", "replication_pad3d.out"}},
+    {lower_reflection_pad1d_bw, {"reflection_pad1d_backward", "reflection_pad1d_backward.grad_input"}},
+    {lower_reflection_pad2d_bw, {"reflection_pad2d_backward", "reflection_pad2d_backward.grad_input"}},
+    {lower_reflection_pad3d_bw, {"reflection_pad3d_backward", "reflection_pad3d_backward.grad_input"}},
+    {lower_replication_pad1d_bw,
+     {"replication_pad1d_backward", "replication_pad1d_backward.grad_input"}},
+    {lower_replication_pad2d_bw,
+     {"replication_pad2d_backward", "replication_pad2d_backward.grad_input"}},
+    {lower_replication_pad3d_bw,
+     {"replication_pad3d_backward", "replication_pad3d_backward.grad_input"}},
+    {lower_up_nearest1d, {"upsample_nearest1d", "upsample_nearest1d.out"}},
+    {lower_up_nearest2d, {"upsample_nearest2d", "upsample_nearest2d.out"}},
+    {lower_up_nearest3d, {"upsample_nearest3d", "upsample_nearest3d.out"}},
+    {lower_up_nearest1d_bw, {"upsample_nearest1d_backward", "upsample_nearest1d_backward.grad_input"}},
+    {lower_up_nearest2d_bw, {"upsample_nearest2d_backward", "upsample_nearest2d_backward.grad_input"}},
+    {lower_up_nearest3d_bw, {"upsample_nearest3d_backward", "upsample_nearest3d_backward.grad_input"}},
+    {lower_up_exact1d, {"_upsample_nearest_exact1d", "_upsample_nearest_exact1d.out"}},
+    {lower_up_exact2d, {"_upsample_nearest_exact2d", "_upsample_nearest_exact2d.out"}},
+    {lower_up_exact3d, {"_upsample_nearest_exact3d", "_upsample_nearest_exact3d.out"}},
+    {lower_up_exact1d_bw,
+     {"_upsample_nearest_exact1d_backward", "_upsample_nearest_exact1d_backward.grad_input"}},
+    {lower_up_exact2d_bw,
+     {"_upsample_nearest_exact2d_backward", "_upsample_nearest_exact2d_backward.grad_input"}},
+    {lower_up_exact3d_bw,
+     {"_upsample_nearest_exact3d_backward", "_upsample_nearest_exact3d_backward.grad_input"}},
+    {lower_up_linear1d, {"upsample_linear1d", "upsample_linear1d.out"}},
+    {lower_up_bilinear2d, {"upsample_bilinear2d", "upsample_bilinear2d.out"}},
+    {lower_up_trilinear3d, {"upsample_trilinear3d", "upsample_trilinear3d.out"}},
+    {lower_up_linear1d_bw, {"upsample_linear1d_backward", "upsample_linear1d_backward.grad_input"}},
+    {lower_up_bilinear2d_bw,
+     {"upsample_bilinear2d_backward", "upsample_bilinear2d_backward.grad_input"}},
+    {lower_up_trilinear3d_bw,
+     {"upsample_trilinear3d_backward", "upsample_trilinear3d_backward.grad_input"}},
+    {lower_soft_margin_loss, {"soft_margin_loss", "soft_margin_loss.out"}},
+    {lower_soft_margin_loss_backward,
+     {"soft_margin_loss_backward", "soft_margin_loss_backward.grad_input"}},
+    {lower_weight_norm_interface, {"_weight_norm_interface", "_weight_norm_interface.out"}},
+    {lower_weight_norm_interface_backward,
+     {"_weight_norm_interface_backward", "_weight_norm_interface_backward.out"}},
+    {lower_adaptive_max_pool2d, {"adaptive_max_pool2d", "adaptive_max_pool2d.out"}},
+    {lower_adaptive_max_pool2d_backward,
+     {"adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input"}},
     {NULL, {NULL}},
 };
