@@ -8,6 +8,7 @@
 #include "ops/common.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1106,7 +1107,7 @@ static tt_error *lower_avg_pool3d(tt_lower_ctx *c) {
   if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
   const tt_tensor_ref *xr = tt_lc_ref(c, 0);
   tt_dtype dt = xr->dtype;
-  if (!is_float(dt)) return tt_lc_decline(c, "dtype");
+  if (dt != TT_F32 && dt != TT_F64) return tt_lc_decline(c, "dtype"); /* CPU: float/double */
   pool3_params pp;
   TT_TRY(read_avg3(c, xr, 1, &pp));
   tt_builder *b = tt_lc_builder(c);
@@ -1135,7 +1136,7 @@ static tt_error *lower_avg_pool3d_backward(tt_lower_ctx *c) {
   if (!is_tensor(c, 0) || !is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
   const tt_tensor_ref *gr = tt_lc_ref(c, 0), *xr = tt_lc_ref(c, 1);
   tt_dtype dt = xr->dtype;
-  if (!is_float(dt) || gr->dtype != dt) return tt_lc_decline(c, "dtype");
+  if ((dt != TT_F32 && dt != TT_F64) || gr->dtype != dt) return tt_lc_decline(c, "dtype");
   pool3_params pp;
   TT_TRY(read_avg3(c, xr, 2, &pp));
   if (gr->ndim != xr->ndim) return tt_lc_decline(c, "shapes");
@@ -1384,52 +1385,110 @@ static tt_error *lower_linalg_solve_triangular(tt_lower_ctx *c) {
 }
 
 /* linalg_cholesky_ex(self, *, upper=False, check_errors=False) -> (L, info).
- * info is the order of the first non-positive leading minor (0 if none),
- * read off the factor's diagonal. */
+ * info (the order of the first leading minor that is not positive-definite,
+ * 0 if none) comes from factoring every leading minor at once: a batch of n
+ * matrices, minor k padded with the identity, factored with one cholesky;
+ * the first non-finite factor gives info. L is the last one. Limited to
+ * small n (the batch costs n times the work). Where the matrix is not
+ * positive-definite, L holds NaNs (CPU leaves a partial factor). */
 static tt_error *lower_linalg_cholesky_ex(tt_lower_ctx *c) {
   if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
   const tt_tensor_ref *ar = tt_lc_ref(c, 0);
   tt_dtype dt = ar->dtype;
   if (dt != TT_F32 && dt != TT_F64) return tt_lc_decline(c, "dtype");
-  if (ar->ndim < 2) return tt_lc_decline(c, "rank");
+  if (ar->ndim < 2 || ar->ndim + 1 > TT_MAX_DIMS) return tt_lc_decline(c, "rank");
   int nd = ar->ndim;
   int64_t n = ar->sizes[nd - 1];
   if (ar->sizes[nd - 2] != n) return tt_lc_decline(c, "not square");
-  if (n == 0) return tt_lc_decline(c, "empty");
+  if (n == 0 || n > 64) return tt_lc_decline(c, "size %" PRId64, n);
   if (tt_lc_bool(c, 2, false)) return tt_lc_decline(c, "check_errors");
   bool upper = tt_lc_bool(c, 1, false);
   tt_builder *b = tt_lc_builder(c);
   tt_val a = tt_lc_tensor(c, 0);
   if (upper) a = mT(b, a);
-  {
-    /* symmetric matrix from the lower triangle (the one PyTorch reads) */
-    tt_shape as = tt_b_shape(b, a), ais = as;
-    ais.dtype = TT_I64;
-    tt_val lowp = tt_b_compare(b, "GE", tt_b_iota(b, ais, nd - 2), tt_b_iota(b, ais, nd - 1));
-    a = tt_b_select(b, lowp, a, mT(b, a));
-  }
-  tt_val l = tt_b_op(b, "stablehlo.cholesky", &a, 1, "lower = true", tt_b_shape(b, a));
-  l = tri_mask(b, l, true, false);
-  /* diagonal [..., n]: sum over the last dim of the masked diagonal */
-  tt_shape s = tt_b_shape(b, l), is = s;
-  is.dtype = TT_I64;
-  tt_val eye = tt_b_compare(b, "EQ", tt_b_iota(b, is, nd - 2), tt_b_iota(b, is, nd - 1));
-  tt_val dg = tt_b_select(b, eye, l, tt_b_full(b, s, 0));
-  int64_t last[1] = {nd - 1};
-  dg = tt_b_reduce(b, dg, tt_b_constant(b, dt, 0), last, 1, "add");
-  tt_shape ds = tt_b_shape(b, dg), dis = ds;
-  dis.dtype = TT_I32;
-  tt_val bad = tt_b_unary(b, "not", tt_b_compare(b, "GT", dg, tt_b_full(b, ds, 0)));
-  /* first bad index + 1: min over (bad ? i + 1 : n + 1), then n + 1 -> 0 */
-  tt_val pos = tt_b_binary(b, "add", tt_b_iota(b, dis, nd - 2), tt_b_full(b, dis, 1));
-  pos = tt_b_select(b, bad, pos, tt_b_full(b, dis, (double)(n + 1)));
-  int64_t ld[1] = {nd - 2};
-  tt_val first = tt_b_reduce(b, pos, tt_b_constant(b, TT_I32, (double)(n + 1)), ld, 1, "minimum");
+  tt_shape as = tt_b_shape(b, a), ais = as;
+  ais.dtype = TT_I64;
+  tt_val lowp = tt_b_compare(b, "GE", tt_b_iota(b, ais, nd - 2), tt_b_iota(b, ais, nd - 1));
+  a = tt_b_select(b, lowp, a, mT(b, a)); /* symmetric, from the lower triangle */
+  /* batch [..., k, n, n]: minor of order k+1 padded with the identity */
+  int nb = nd - 2, n5 = nd + 1;
+  int64_t bd[TT_MAX_DIMS], map[TT_MAX_DIMS];
+  for (int i = 0; i < nb; i++) bd[i] = as.dims[i], map[i] = i;
+  bd[nb] = n, bd[nb + 1] = n, bd[nb + 2] = n;
+  map[nb] = nb + 1, map[nb + 1] = nb + 2;
+  tt_val ab = tt_b_broadcast_in_dim(b, a, n5, bd, map);
+  tt_shape bis = tt_shape_make(TT_I64, n5, bd), bfs = tt_shape_make(dt, n5, bd);
+  tt_val kk = tt_b_iota(b, bis, nb), ii = tt_b_iota(b, bis, nb + 1), jj = tt_b_iota(b, bis, nb + 2);
+  tt_val inside = tt_b_binary(b, "and", tt_b_compare(b, "LE", ii, kk), tt_b_compare(b, "LE", jj, kk));
+  tt_val eye = tt_b_select(b, tt_b_compare(b, "EQ", ii, jj), tt_b_full(b, bfs, 1), tt_b_full(b, bfs, 0));
+  ab = tt_b_select(b, inside, ab, eye);
+  tt_val lb = tt_b_op(b, "stablehlo.cholesky", &ab, 1, "lower = true", bfs);
+  lb = tri_mask(b, lb, true, false);
+  /* finite per minor: all |x| < inf */
+  tt_val fin = tt_b_compare(b, "LT", tt_b_unary(b, "abs", lb), tt_b_full(b, bfs, INFINITY));
+  tt_val finf = tt_b_select(b, fin, tt_b_full(b, bfs, 0), tt_b_full(b, bfs, 1));
+  int64_t last2[2] = {nb + 1, nb + 2};
+  tt_val badk = tt_b_reduce(b, finf, tt_b_constant(b, dt, 0), last2, 2, "add"); /* [..., n] */
+  tt_shape ks = tt_b_shape(b, badk), kis = ks;
+  kis.dtype = TT_I32;
+  tt_val pos = tt_b_binary(b, "add", tt_b_iota(b, kis, nb), tt_b_full(b, kis, 1));
+  pos = tt_b_select(b, tt_b_compare(b, "GT", badk, tt_b_full(b, ks, 0)), pos,
+                    tt_b_full(b, kis, (double)(n + 1)));
+  int64_t kd[1] = {nb};
+  tt_val first = tt_b_reduce(b, pos, tt_b_constant(b, TT_I32, (double)(n + 1)), kd, 1, "minimum");
   tt_shape fs = tt_b_shape(b, first);
   tt_val info = tt_b_select(b, tt_b_compare(b, "EQ", first, tt_b_full(b, fs, (double)(n + 1))),
                             tt_b_full(b, fs, 0), first);
+  int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
+  for (int i = 0; i < n5; i++) li[i] = bd[i];
+  st[nb] = n - 1;
+  tt_val l = tt_b_reshape(b, tt_b_slice(b, lb, st, li, NULL), nd, as.dims);
   tt_lc_output(c, upper ? mT(b, l) : l);
   tt_lc_output(c, info);
+  return NULL;
+}
+
+/* ====================================================== diag_embed */
+
+/* diag_embed(self, offset=0, dim1=-2, dim2=-1) */
+static tt_error *lower_diag_embed(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0);
+  if (xr->ndim < 1 || xr->ndim + 1 > TT_MAX_DIMS) return tt_lc_decline(c, "rank");
+  int nd = xr->ndim + 1;
+  int64_t off = tt_lc_int(c, 1, 0);
+  int64_t d1 = tt_wrap_dim(c, tt_lc_int(c, 2, -2), nd);
+  if (d1 < 0) return tt_b_take_error(tt_lc_builder(c));
+  int64_t d2 = tt_wrap_dim(c, tt_lc_int(c, 3, -1), nd);
+  if (d2 < 0) return tt_b_take_error(tt_lc_builder(c));
+  if (d1 == d2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "diagonal dimensions cannot be identical %" PRId64 ", %" PRId64,
+                      tt_lc_int(c, 2, -2), tt_lc_int(c, 3, -1));
+  int64_t n = xr->sizes[xr->ndim - 1], m = n + (off < 0 ? -off : off);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_lc_tensor(c, 0);
+  if (m != n) {
+    int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0}, in[TT_MAX_DIMS] = {0};
+    hi[xr->ndim - 1] = m - n;
+    x = tt_b_pad(b, x, tt_b_constant(b, xr->dtype, 0), lo, hi, in);
+  }
+  int64_t od[TT_MAX_DIMS], map[TT_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < nd; i++) {
+    if (i == d1 || i == d2) {
+      od[i] = m;
+    } else {
+      od[i] = xr->sizes[k];
+      map[k++] = i;
+    }
+  }
+  map[k] = off >= 0 ? d1 : d2;
+  tt_val xb = tt_b_broadcast_in_dim(b, x, nd, od, map);
+  tt_shape is = tt_shape_make(TT_I64, nd, od);
+  tt_val diff = tt_b_binary(b, "subtract", tt_b_iota(b, is, (int)d2), tt_b_iota(b, is, (int)d1));
+  tt_val on = tt_b_compare(b, "EQ", diff, tt_b_full(b, is, (double)off));
+  tt_lc_output(c, tt_b_select(b, on, xb, tt_b_full(b, tt_shape_make(xr->dtype, nd, od), 0)));
   return NULL;
 }
 
@@ -1465,5 +1524,6 @@ TT_LOWERINGS(linalg) = {
     {lower_linalg_solve_triangular,
      {"linalg_solve_triangular", "linalg_solve_triangular.out"}},
     {lower_linalg_cholesky_ex, {"linalg_cholesky_ex", "linalg_cholesky_ex.L"}},
+    {lower_diag_embed, {"diag_embed", "diag_embed.out"}},
     {NULL, {NULL}},
 };

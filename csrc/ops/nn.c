@@ -1531,6 +1531,309 @@ static tt_error *lower_adaptive_max_pool2d_backward(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* ------------------------------------------------------------ adaptive avg pool 3d */
+
+/* Windows of adaptive pooling along one dim: [start, end) per output. */
+static int64_t adaptive_windows(int64_t O, int64_t I, int64_t *st, int64_t *en) {
+  int64_t K = 0;
+  for (int64_t o = 0; o < O; o++) {
+    st[o] = (o * I) / O;
+    en[o] = ((o + 1) * I + O - 1) / O;
+    if (en[o] - st[o] > K) K = en[o] - st[o];
+  }
+  return K;
+}
+
+/* Window sums (forward) or their transpose (backward) along dim d, with
+ * masked taps (select, so infinities stay where they belong). */
+static tt_val adaptive_sum_dim(tt_builder *b, tt_val x, int d, int64_t O, int64_t I, bool backward,
+                               int64_t *buf) {
+  int64_t *st = buf, *en = buf + UP_MAX, *ix = buf + 2 * UP_MAX, *ok = buf + 3 * UP_MAX;
+  int64_t K = adaptive_windows(O, I, st, en);
+  tt_val acc = TT_INVALID;
+  for (int64_t t = 0; t < K; t++) {
+    bool all = true;
+    for (int64_t o = 0; o < O; o++) {
+      ok[o] = st[o] + t < en[o];
+      ix[o] = ok[o] ? st[o] + t : st[o];
+      all = all && ok[o];
+    }
+    tt_val v;
+    tt_shape vs;
+    if (!backward) {
+      v = take_dim(b, x, d, ix, O);
+      vs = tt_b_shape(b, v);
+    } else {
+      v = x;
+      vs = tt_b_shape(b, x);
+    }
+    if (!all) {
+      tt_shape is = vs;
+      is.dtype = TT_I64;
+      tt_val m = tt_b_compare(b, "NE", along(b, const_vec_dt(b, TT_I64, NULL, ok, O), vs.ndim, vs.dims, d),
+                              tt_b_full(b, is, 0));
+      v = tt_b_select(b, m, v, tt_b_full(b, vs, 0));
+    }
+    if (backward) v = put_add_dim(b, v, d, ix, O, I);
+    acc = acc == TT_INVALID ? v : add(b, acc, v);
+  }
+  return acc;
+}
+
+/* _adaptive_avg_pool3d(self, output_size) and
+ * _adaptive_avg_pool3d_backward(grad_output, self) */
+static tt_error *adaptive_avg3(tt_lower_ctx *c, bool backward) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, backward ? 1 : 0), *g = backward ? tt_lc_ref(c, 0) : NULL;
+  if (!x || !x->storage || !is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
+  int nd = x->ndim;
+  if (nd != 4 && nd != 5) return tt_lc_decline(c, "rank");
+  for (int i = 0; i < nd; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t O[3];
+  if (backward) {
+    if (!g || !g->storage || g->dtype != x->dtype || g->ndim != nd) return tt_lc_decline(c, "grad");
+    for (int i = 0; i < nd - 3; i++)
+      if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "grad shape");
+    for (int i = 0; i < 3; i++) O[i] = g->sizes[nd - 3 + i];
+  } else {
+    int64_t os[TT_MAX_DIMS];
+    if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != 3) return tt_lc_decline(c, "output_size");
+    for (int i = 0; i < 3; i++) O[i] = os[i];
+  }
+  for (int i = 0; i < 3; i++)
+    if (O[i] <= 0 || O[i] > UP_MAX || x->sizes[nd - 3 + i] > UP_MAX) return tt_lc_decline(c, "size");
+  int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 4);
+  double *cnt = malloc(sizeof(double) * UP_MAX);
+  if (!buf || !cnt) {
+    free(buf);
+    free(cnt);
+    return tt_lc_decline(c, "out of host memory");
+  }
+  tt_dtype acc = opmath(x->dtype);
+  tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  /* divisor: product of per-dim window lengths, on the output grid */
+  int64_t od[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) od[i] = i < nd - 3 ? x->sizes[i] : O[i - (nd - 3)];
+  tt_val div = TT_INVALID;
+  for (int i = 0; i < 3; i++) {
+    int64_t I = x->sizes[nd - 3 + i];
+    adaptive_windows(O[i], I, buf, buf + UP_MAX);
+    for (int64_t o = 0; o < O[i]; o++) cnt[o] = (double)(buf[UP_MAX + o] - buf[o]);
+    tt_val cv = along(b, const_vec_dt(b, acc, cnt, NULL, O[i]), nd, od, nd - 3 + i);
+    div = div == TT_INVALID ? cv : mul(b, div, cv);
+  }
+  if (backward) v = dvd(b, v, div);
+  for (int i = 2; i >= 0; i--)
+    v = adaptive_sum_dim(b, v, nd - 3 + i, O[i], x->sizes[nd - 3 + i], backward, buf);
+  if (!backward) v = dvd(b, v, div);
+  free(buf);
+  free(cnt);
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
+static tt_error *lower_adaptive_avg_pool3d(tt_lower_ctx *c) { return adaptive_avg3(c, false); }
+static tt_error *lower_adaptive_avg_pool3d_backward(tt_lower_ctx *c) {
+  return adaptive_avg3(c, true);
+}
+
+/* ------------------------------------------------------------ pixel shuffle */
+
+/* pixel_shuffle(self, upscale_factor) / pixel_unshuffle(self, downscale_factor) */
+static tt_error *pixel_shuffle_impl(tt_lower_ctx *c, bool un) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0);
+  if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
+  int64_t r = tt_lc_int(c, 1, 1);
+  int nd = x->ndim;
+  if (nd < 3)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s expects input to have at least 3 dimensions, "
+                      "but got input with %d dimension(s)", un ? "pixel_unshuffle" : "pixel_shuffle", nd);
+  if (r <= 0) return tt_lc_decline(c, "factor");
+  if (nd - 3 + 6 > TT_MAX_DIMS) return tt_lc_decline(c, "rank");
+  int64_t C = x->sizes[nd - 3], H = x->sizes[nd - 2], W = x->sizes[nd - 1];
+  if (!un && C % (r * r) != 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "pixel_shuffle expects its input's 'channel' "
+                      "dimension to be divisible by the square of upscale_factor, but input.size(-3)=%"
+                      PRId64 " is not divisible by %" PRId64, C, r * r);
+  if (un && (H % r != 0 || W % r != 0))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "pixel_unshuffle expects height and width to be "
+                      "divisible by downscale_factor");
+  int nb = nd - 3;
+  int64_t d6[TT_MAX_DIMS], perm[TT_MAX_DIMS], outd[TT_MAX_DIMS];
+  for (int i = 0; i < nb; i++) d6[i] = outd[i] = x->sizes[i], perm[i] = i;
+  if (!un) {
+    int64_t oc = C / (r * r);
+    d6[nb] = oc, d6[nb + 1] = r, d6[nb + 2] = r, d6[nb + 3] = H, d6[nb + 4] = W;
+    int64_t p[5] = {0, 3, 1, 4, 2}; /* C, H, r, W, r */
+    for (int i = 0; i < 5; i++) perm[nb + i] = nb + p[i];
+    outd[nb] = oc, outd[nb + 1] = H * r, outd[nb + 2] = W * r;
+  } else {
+    int64_t oh = H / r, ow = W / r;
+    d6[nb] = C, d6[nb + 1] = oh, d6[nb + 2] = r, d6[nb + 3] = ow, d6[nb + 4] = r;
+    int64_t p[5] = {0, 2, 4, 1, 3}; /* C, r, r, H, W */
+    for (int i = 0; i < 5; i++) perm[nb + i] = nb + p[i];
+    outd[nb] = C * r * r, outd[nb + 1] = oh, outd[nb + 2] = ow;
+  }
+  tt_val v = tt_b_reshape(b, tt_lc_tensor(c, 0), nb + 5, d6);
+  v = tt_b_transpose(b, v, perm);
+  tt_lc_output(c, tt_b_reshape(b, v, nd, outd));
+  return NULL;
+}
+
+static tt_error *lower_pixel_shuffle(tt_lower_ctx *c) { return pixel_shuffle_impl(c, false); }
+static tt_error *lower_pixel_unshuffle(tt_lower_ctx *c) { return pixel_shuffle_impl(c, true); }
+
+/* ------------------------------------------------------------ embedding bag */
+
+/* Gathers rows idx [K] of w [R, D] -> [K, D]. */
+static tt_val take_rows(tt_builder *b, tt_val w, tt_val idx) {
+  tt_shape ws = tt_b_shape(b, w), is = tt_b_shape(b, idx);
+  int64_t K = is.dims[0], k1[2] = {K, 1}, od[2] = {K, ws.dims[1]};
+  tt_val ix = tt_b_reshape(b, tt_b_convert(b, idx, TT_I64), 2, k1);
+  char attrs[400];
+  snprintf(attrs, sizeof attrs,
+           "dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], "
+           "start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, %" PRId64
+           ">, indices_are_sorted = false", ws.dims[1]);
+  tt_val ins[2] = {w, ix};
+  return tt_b_op(b, "stablehlo.gather", ins, 2, attrs, tt_shape_make(ws.dtype, 2, od));
+}
+
+/* offset2bag[k] = #{j in [1, nb) : offsets[j] <= k}, i64 [K]. */
+static tt_val bag_of(tt_builder *b, tt_val offs, int64_t K, int64_t nb) {
+  int64_t kb[2] = {K, nb};
+  tt_shape kbs = tt_shape_make(TT_I64, 2, kb);
+  int64_t m1[1] = {1};
+  tt_val ob = tt_b_broadcast_in_dim(b, slice_dim(b, offs, 0, 0, nb), 2, kb, m1);
+  tt_val kk = tt_b_iota(b, kbs, 0), jj = tt_b_iota(b, kbs, 1);
+  tt_val hit = tt_b_binary(b, "and", tt_b_compare(b, "LE", ob, kk),
+                           tt_b_compare(b, "GE", jj, tt_b_full(b, kbs, 1)));
+  int64_t d1[1] = {1};
+  return rsum(b, tt_b_select(b, hit, tt_b_full(b, kbs, 1), tt_b_full(b, kbs, 0)), d1, 1);
+}
+
+/* _embedding_bag / _embedding_bag_forward_only(weight, indices, offsets,
+ * scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset,
+ * padding_idx) -> (output, offset2bag, bag_size, max_indices). Modes sum and
+ * mean; the auxiliary outputs mirror CPU's (offset2bag is empty on CPU's
+ * fast sum path). */
+static tt_error *lower_embedding_bag(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *w = tt_lc_ref(c, 0), *ix = tt_lc_ref(c, 1), *of = tt_lc_ref(c, 2),
+                      *psw = tt_lc_ref(c, 6);
+  if (!w || !ix || !of || !w->storage || !ix->storage || !of->storage || !is_float_dt(w->dtype))
+    return tt_lc_decline(c, "args");
+  if (w->ndim != 2 || ix->ndim != 1 || of->ndim != 1) return tt_lc_decline(c, "ranks");
+  if ((ix->dtype != TT_I64 && ix->dtype != TT_I32) || of->dtype != ix->dtype)
+    return tt_lc_decline(c, "index dtypes");
+  int64_t mode = tt_lc_int(c, 4, 0), padding_idx = tt_lc_is_none(c, 8) ? -1 : tt_lc_int(c, 8, -1);
+  bool ilo = tt_lc_bool(c, 7, false);
+  if (mode != 0 && mode != 1) return tt_lc_decline(c, "mode max");
+  if (padding_idx >= 0) return tt_lc_decline(c, "padding_idx");
+  if (psw && (mode != 0 || !psw->storage || psw->dtype != w->dtype || !shape_is(psw, 1, ix->sizes)))
+    return tt_lc_decline(c, "per_sample_weights");
+  int64_t K = ix->sizes[0], nb = of->sizes[0] - (ilo ? 1 : 0), D = w->sizes[1];
+  if (K == 0 || nb <= 0 || D == 0 || w->sizes[0] == 0) return tt_lc_decline(c, "empty");
+  tt_dtype it = ix->dtype, acc = opmath(w->dtype);
+  tt_val idx = tt_lc_tensor(c, 1);
+  tt_val offs = tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64);
+  tt_val o2b = bag_of(b, offs, K, nb);
+  /* bag sizes: next offset (or K) minus this one */
+  int64_t one = 1;
+  tt_val next;
+  if (ilo) {
+    next = slice_dim(b, offs, 0, 1, nb + 1);
+  } else {
+    tt_val kc = tt_b_full(b, tt_shape_make(TT_I64, 1, &one), (double)K);
+    tt_val parts[2] = {slice_dim(b, offs, 0, 1, nb), kc};
+    next = tt_b_concat(b, parts, 2, 0);
+  }
+  tt_val bsz = sub(b, next, slice_dim(b, offs, 0, 0, nb));
+  tt_val rows = tt_b_convert(b, take_rows(b, tt_lc_tensor(c, 0), idx), acc);
+  int64_t kd[2] = {K, D};
+  if (psw) {
+    int64_t m0[1] = {0};
+    rows = mul(b, rows, tt_b_broadcast_in_dim(b, opt_tensor(c, 6, acc), 2, kd, m0));
+  }
+  tt_val out = scatter_add_rows(b, o2b, rows, nb);
+  if (mode == 1) {
+    int64_t ndd[2] = {nb, D}, m0[1] = {0};
+    tt_val bf = tt_b_broadcast_in_dim(b, tt_b_convert(b, bsz, acc), 2, ndd, m0);
+    tt_val zero = tt_b_full(b, tt_shape_make(acc, 2, ndd), 0);
+    out = tt_b_select(b, tt_b_compare(b, "GT", bf, zero), dvd(b, out, bf), zero);
+  }
+  tt_lc_output(c, tt_b_convert(b, out, w->dtype));
+  bool fast = mode == 0 && w->dtype != TT_F64;
+  int64_t zero_len = 0;
+  if (fast)
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(it, 1, &zero_len), 0));
+  else
+    tt_lc_output(c, tt_b_convert(b, o2b, it));
+  tt_val bag = mode == 1 ? tt_b_convert(b, bsz, it) : tt_b_full(b, tt_shape_make(it, 1, &nb), 0);
+  tt_lc_output(c, bag);
+  tt_lc_output(c, bag);
+  return NULL;
+}
+
+/* _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size,
+ * maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights,
+ * padding_idx) and _embedding_bag_backward(grad, indices, offsets,
+ * offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq,
+ * mode, sparse, per_sample_weights, padding_idx): the latter recomputes
+ * offset2bag from offsets (CPU's fast path leaves it empty). */
+static tt_error *embedding_bag_bw(tt_lower_ctx *c, bool from_offsets) {
+  tt_builder *b = tt_lc_builder(c);
+  int a = from_offsets ? 1 : 0; /* shift of the arguments after indices */
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *ix = tt_lc_ref(c, 1), *o2b = tt_lc_ref(c, 2 + a),
+                      *bs = tt_lc_ref(c, 3 + a), *psw = tt_lc_ref(c, 8 + 2 * a);
+  const tt_tensor_ref *of = from_offsets ? tt_lc_ref(c, 2) : NULL;
+  int64_t num_weights = tt_lc_int(c, 5 + a, 0), mode = tt_lc_int(c, 7 + a, 0);
+  int pi = 9 + 2 * a;
+  int64_t padding_idx = tt_lc_is_none(c, pi) ? -1 : tt_lc_int(c, pi, -1);
+  if (!g || !ix || !bs || !g->storage || !ix->storage || !bs->storage ||
+      !is_float_dt(g->dtype) || g->ndim != 2 || ix->ndim != 1)
+    return tt_lc_decline(c, "args");
+  if (from_offsets && tt_lc_bool(c, 9, false)) return tt_lc_decline(c, "sparse");
+  if (tt_lc_bool(c, 6 + a, false)) return tt_lc_decline(c, "scale_grad_by_freq");
+  if (mode != 0 && mode != 1) return tt_lc_decline(c, "mode max");
+  if (padding_idx >= 0) return tt_lc_decline(c, "padding_idx");
+  int64_t K = ix->sizes[0], nb = g->sizes[0];
+  if (K == 0 || num_weights <= 0 || bs->ndim != 1 || bs->sizes[0] != nb)
+    return tt_lc_decline(c, "shapes");
+  if (from_offsets) {
+    if (!of || !of->storage || of->ndim != 1 || (of->sizes[0] != nb && of->sizes[0] != nb + 1))
+      return tt_lc_decline(c, "offsets");
+  } else if (!o2b || !o2b->storage || !shape_is(o2b, 1, ix->sizes)) {
+    return tt_lc_decline(c, "offset2bag");
+  }
+  if (psw && (mode != 0 || psw->dtype != g->dtype || !shape_is(psw, 1, ix->sizes)))
+    return tt_lc_decline(c, "per_sample_weights");
+  tt_dtype acc = opmath(g->dtype);
+  int64_t D = g->sizes[1], kd[2] = {K, D}, m0[1] = {0};
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val bag = from_offsets ? bag_of(b, tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64), K, nb)
+                            : tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64);
+  tt_val rows = take_rows(b, gv, bag);
+  if (mode == 1) {
+    tt_val sz = tt_b_convert(b, tt_lc_tensor(c, 3 + a), acc);
+    int64_t n1[2] = {nb, 1};
+    tt_val szk = take_rows(b, tt_b_reshape(b, sz, 2, n1), bag); /* [K, 1] */
+    int64_t k1[1] = {K};
+    rows = dvd(b, rows, tt_b_broadcast_in_dim(b, tt_b_reshape(b, szk, 1, k1), 2, kd, m0));
+  }
+  if (psw) rows = mul(b, rows, tt_b_broadcast_in_dim(b, opt_tensor(c, 8 + 2 * a, acc), 2, kd, m0));
+  tt_val r = scatter_add_rows(b, tt_lc_tensor(c, 1), rows, num_weights);
+  tt_lc_output(c, tt_b_convert(b, r, g->dtype));
+  return NULL;
+}
+
+static tt_error *lower_embedding_bag_dense_backward(tt_lower_ctx *c) {
+  return embedding_bag_bw(c, false);
+}
+static tt_error *lower_embedding_bag_backward(tt_lower_ctx *c) { return embedding_bag_bw(c, true); }
+
 TT_LOWERINGS(nn) = {
     {lower_native_batch_norm, {"native_batch_norm", "native_batch_norm.out"}},
     {lower_native_batch_norm_legit,
@@ -1608,5 +1911,16 @@ TT_LOWERINGS(nn) = {
     {lower_adaptive_max_pool2d, {"adaptive_max_pool2d", "adaptive_max_pool2d.out"}},
     {lower_adaptive_max_pool2d_backward,
      {"adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input"}},
+    {lower_adaptive_avg_pool3d, {"_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out"}},
+    {lower_adaptive_avg_pool3d_backward,
+     {"_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.grad_input"}},
+    {lower_pixel_shuffle, {"pixel_shuffle", "pixel_shuffle.out"}},
+    {lower_pixel_unshuffle, {"pixel_unshuffle", "pixel_unshuffle.out"}},
+    {lower_embedding_bag,
+     {"_embedding_bag", "_embedding_bag.out", "_embedding_bag_forward_only",
+      "_embedding_bag_forward_only.out"}},
+    {lower_embedding_bag_dense_backward,
+     {"_embedding_bag_dense_backward", "_embedding_bag_dense_backward.out"}},
+    {lower_embedding_bag_backward, {"_embedding_bag_backward"}},
     {NULL, {NULL}},
 };
