@@ -1107,11 +1107,12 @@ static tt_error *lower_avg_pool3d(tt_lower_ctx *c) {
   if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
   const tt_tensor_ref *xr = tt_lc_ref(c, 0);
   tt_dtype dt = xr->dtype;
-  if (dt != TT_F32 && dt != TT_F64) return tt_lc_decline(c, "dtype"); /* CPU: float/double */
+  if (dt != TT_F32 && dt != TT_F64 && dt != TT_I64)
+    return tt_lc_decline(c, "dtype"); /* CPU: float, double, long */
   pool3_params pp;
   TT_TRY(read_avg3(c, xr, 1, &pp));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = acc_dtype(dt);
+  tt_dtype acc = avg_acc(dt);
   tt_val x = as5d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
   tt_shape xs = tt_b_shape(b, x);
   int64_t win[5] = {1, 1}, st[5] = {1, 1}, lo[5] = {0, 0}, hi[5] = {0, 0};
@@ -1209,7 +1210,7 @@ static tt_error *lower_max_pool3d(tt_lower_ctx *c) {
   if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
   const tt_tensor_ref *xr = tt_lc_ref(c, 0);
   tt_dtype dt = xr->dtype;
-  if (!is_float(dt)) return tt_lc_decline(c, "dtype");
+  if (dt == TT_BOOL || !matmul_dtype_ok(dt)) return tt_lc_decline(c, "dtype");
   mpool3_params pp;
   TT_TRY(read_max3(c, xr, 1, &pp));
   tt_builder *b = tt_lc_builder(c);
@@ -1221,7 +1222,9 @@ static tt_error *lower_max_pool3d(tt_lower_ctx *c) {
     int64_t need = (pp.out[i] - 1) * pp.s[i] + (pp.k[i] - 1) * pp.d[i] + 1 - pp.in[i] - pp.p[i];
     hi[2 + i] = need > 0 ? need : 0;
   }
-  tt_val xp = tt_b_pad(b, x, tt_b_constant(b, dt, tt_dtype_lowest(dt)), lo, hi, z);
+  tt_val lowest = dt == TT_I64 ? tt_b_constant_int(b, dt, INT64_MIN)
+                               : tt_b_constant(b, dt, tt_dtype_lowest(dt));
+  tt_val xp = tt_b_pad(b, x, lowest, lo, hi, z);
   int64_t od[5] = {xs.dims[0], xs.dims[1], pp.out[0], pp.out[1], pp.out[2]};
   tt_shape is = tt_shape_make(TT_I64, 5, od);
   tt_val best = TT_INVALID, idx = TT_INVALID, have = TT_INVALID;

@@ -978,6 +978,53 @@ static tt_val repeat_dim(tt_builder *b, tt_val x, int d, int64_t n) {
   return tt_b_broadcast_in_dim(b, x, s.ndim, s.dims, map);
 }
 
+static tt_val take_dim(tt_builder *b, tt_val x, int d, const int64_t *idx, int64_t n);
+static tt_val put_add_dim(tt_builder *b, tt_val g, int d, const int64_t *idx, int64_t n,
+                          int64_t m);
+
+/* Padding with some negative amounts: every output position reads one
+ * input position (static indices), so a gather per dim (backward: the
+ * scatter-add transpose). */
+static tt_error *pad_gather(tt_lower_ctx *c, int k, bool reflect, bool backward,
+                            const int64_t *pad, const int64_t *odims) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, backward ? 1 : 0);
+  int nd = x->ndim;
+  if (backward) {
+    const tt_tensor_ref *g = tt_lc_ref(c, 0);
+    if (!g || !g->storage || g->dtype != x->dtype || !shape_is(g, nd, odims))
+      return tt_lc_decline(c, "grad_output shape/dtype");
+  }
+  int64_t maxo = 0;
+  for (int i = 0; i < nd; i++) maxo = odims[i] > maxo ? odims[i] : maxo;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)maxo);
+  if (!idx) return tt_lc_decline(c, "out of host memory");
+  tt_dtype acc = backward ? opmath(x->dtype) : x->dtype;
+  tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  for (int j = 0; j < k; j++) {
+    int d = nd - 1 - j;
+    int64_t l = pad[2 * j], n = x->sizes[d], on = odims[d];
+    for (int64_t o = 0; o < on; o++) {
+      int64_t i = o - l;
+      if (reflect) {
+        if (i < 0) i = -i;
+        if (i >= n) i = 2 * (n - 1) - i;
+      } else {
+        i = i < 0 ? 0 : (i >= n ? n - 1 : i);
+      }
+      if (i < 0 || i >= n) {
+        free(idx);
+        return tt_lc_decline(c, "padding out of range");
+      }
+      idx[o] = i;
+    }
+    v = backward ? put_add_dim(b, v, d, idx, on, n) : take_dim(b, v, d, idx, on);
+  }
+  free(idx);
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
 /* reflection_padNd / replication_padNd(self, padding[2*k]) and their
  * backwards (grad_output, self, padding). padding lists the last dim first. */
 static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
@@ -1001,11 +1048,13 @@ static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
   for (int i = 0; i < nd; i++)
     if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
   int64_t odims[TT_MAX_DIMS];
+  bool negative = false;
   for (int i = 0; i < nd; i++) odims[i] = x->sizes[i];
   for (int j = 0; j < k; j++) {
     int d = nd - 1 - j;
     int64_t l = pad[2 * j], r = pad[2 * j + 1], n = x->sizes[d];
-    if (l < 0 || r < 0) return tt_lc_decline(c, "negative padding");
+    if (n + l + r <= 0) return tt_lc_decline(c, "empty output");
+    if (l < 0 || r < 0) negative = true;
     if (reflect && (l >= n || r >= n))
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                         "Argument #4: Padding size should be less than the corresponding input "
@@ -1013,6 +1062,7 @@ static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
                         "of input %dD", l, r, d, nd);
     odims[d] = n + l + r;
   }
+  if (negative) return pad_gather(c, k, reflect, backward, pad, odims);
   if (!backward) {
     tt_val v = tt_lc_tensor(c, 0);
     for (int j = 0; j < k; j++) {
@@ -1731,7 +1781,6 @@ static tt_error *lower_embedding_bag(tt_lower_ctx *c) {
   int64_t mode = tt_lc_int(c, 4, 0), padding_idx = tt_lc_is_none(c, 8) ? -1 : tt_lc_int(c, 8, -1);
   bool ilo = tt_lc_bool(c, 7, false);
   if (mode != 0 && mode != 1) return tt_lc_decline(c, "mode max");
-  if (padding_idx >= 0) return tt_lc_decline(c, "padding_idx");
   if (psw && (mode != 0 || !psw->storage || psw->dtype != w->dtype || !shape_is(psw, 1, ix->sizes)))
     return tt_lc_decline(c, "per_sample_weights");
   int64_t K = ix->sizes[0], nb = of->sizes[0] - (ilo ? 1 : 0), D = w->sizes[1];
@@ -1757,6 +1806,16 @@ static tt_error *lower_embedding_bag(tt_lower_ctx *c) {
     int64_t m0[1] = {0};
     rows = mul(b, rows, tt_b_broadcast_in_dim(b, opt_tensor(c, 6, acc), 2, kd, m0));
   }
+  if (padding_idx >= 0) {
+    /* rows of padding_idx contribute nothing and are not counted */
+    int64_t k1[2] = {K, 1}, m0k[1] = {0};
+    tt_shape ks = tt_shape_make(TT_I64, 1, &K);
+    tt_val keep = tt_b_compare(b, "NE", tt_b_convert(b, idx, TT_I64), tt_b_full(b, ks, (double)padding_idx));
+    rows = tt_b_select(b, tt_b_broadcast_in_dim(b, keep, 2, kd, m0k), rows,
+                       tt_b_full(b, tt_shape_make(acc, 2, kd), 0));
+    tt_val ones = tt_b_reshape(b, tt_b_select(b, keep, tt_b_full(b, ks, 1), tt_b_full(b, ks, 0)), 2, k1);
+    bsz = tt_b_reshape(b, scatter_add_rows(b, o2b, ones, nb), 1, &nb);
+  }
   tt_val out = scatter_add_rows(b, o2b, rows, nb);
   if (mode == 1) {
     int64_t ndd[2] = {nb, D}, m0[1] = {0};
@@ -1765,7 +1824,7 @@ static tt_error *lower_embedding_bag(tt_lower_ctx *c) {
     out = tt_b_select(b, tt_b_compare(b, "GT", bf, zero), dvd(b, out, bf), zero);
   }
   tt_lc_output(c, tt_b_convert(b, out, w->dtype));
-  bool fast = mode == 0 && w->dtype != TT_F64;
+  bool fast = mode == 0 && w->dtype != TT_F64 && padding_idx < 0;
   int64_t zero_len = 0;
   if (fast)
     tt_lc_output(c, tt_b_full(b, tt_shape_make(it, 1, &zero_len), 0));
@@ -1798,7 +1857,6 @@ static tt_error *embedding_bag_bw(tt_lower_ctx *c, bool from_offsets) {
   if (from_offsets && tt_lc_bool(c, 9, false)) return tt_lc_decline(c, "sparse");
   if (tt_lc_bool(c, 6 + a, false)) return tt_lc_decline(c, "scale_grad_by_freq");
   if (mode != 0 && mode != 1) return tt_lc_decline(c, "mode max");
-  if (padding_idx >= 0) return tt_lc_decline(c, "padding_idx");
   int64_t K = ix->sizes[0], nb = g->sizes[0];
   if (K == 0 || num_weights <= 0 || bs->ndim != 1 || bs->sizes[0] != nb)
     return tt_lc_decline(c, "shapes");
@@ -1824,6 +1882,13 @@ static tt_error *embedding_bag_bw(tt_lower_ctx *c, bool from_offsets) {
     rows = dvd(b, rows, tt_b_broadcast_in_dim(b, tt_b_reshape(b, szk, 1, k1), 2, kd, m0));
   }
   if (psw) rows = mul(b, rows, tt_b_broadcast_in_dim(b, opt_tensor(c, 8 + 2 * a, acc), 2, kd, m0));
+  if (padding_idx >= 0) {
+    tt_shape ks = tt_shape_make(TT_I64, 1, &K);
+    tt_val keep = tt_b_compare(b, "NE", tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64),
+                               tt_b_full(b, ks, (double)padding_idx));
+    rows = tt_b_select(b, tt_b_broadcast_in_dim(b, keep, 2, kd, m0), rows,
+                       tt_b_full(b, tt_shape_make(acc, 2, kd), 0));
+  }
   tt_val r = scatter_add_rows(b, tt_lc_tensor(c, 1), rows, num_weights);
   tt_lc_output(c, tt_b_convert(b, r, g->dtype));
   return NULL;
@@ -1833,6 +1898,40 @@ static tt_error *lower_embedding_bag_dense_backward(tt_lower_ctx *c) {
   return embedding_bag_bw(c, false);
 }
 static tt_error *lower_embedding_bag_backward(tt_lower_ctx *c) { return embedding_bag_bw(c, true); }
+
+/* _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets,
+ * offset2bag, mode, padding_idx): grad_psw[k] = <grad[bag(k)], weight[idx[k]]> */
+static tt_error *lower_embedding_bag_psw_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *w = tt_lc_ref(c, 1), *ix = tt_lc_ref(c, 2),
+                      *of = tt_lc_ref(c, 3);
+  int64_t mode = tt_lc_int(c, 5, 0);
+  int64_t padding_idx = tt_lc_is_none(c, 6) ? -1 : tt_lc_int(c, 6, -1);
+  if (!g || !w || !ix || !of || !g->storage || !w->storage || !ix->storage || !of->storage ||
+      !is_float_dt(g->dtype) || w->dtype != g->dtype || g->ndim != 2 || w->ndim != 2 ||
+      ix->ndim != 1 || of->ndim != 1 || g->sizes[1] != w->sizes[1])
+    return tt_lc_decline(c, "args");
+  if (mode != 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
+  int64_t K = ix->sizes[0], nb = g->sizes[0];
+  if (K == 0 || nb == 0 || (of->sizes[0] != nb && of->sizes[0] != nb + 1))
+    return tt_lc_decline(c, "shapes");
+  tt_dtype acc = opmath(g->dtype);
+  tt_val bag = bag_of(b, tt_b_convert(b, tt_lc_tensor(c, 3), TT_I64), K, nb);
+  tt_val gr = take_rows(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), bag);
+  tt_val wr = take_rows(b, tt_b_convert(b, tt_lc_tensor(c, 1), acc), tt_lc_tensor(c, 2));
+  int64_t d1[1] = {1};
+  tt_val r = rsum(b, mul(b, gr, wr), d1, 1);
+  if (padding_idx >= 0) {
+    tt_shape ks = tt_shape_make(TT_I64, 1, &K);
+    tt_val keep = tt_b_compare(b, "NE", tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64),
+                               tt_b_full(b, ks, (double)padding_idx));
+    r = tt_b_select(b, keep, r, tt_b_full(b, tt_shape_make(acc, 1, &K), 0));
+  }
+  tt_lc_output(c, tt_b_convert(b, r, g->dtype));
+  return NULL;
+}
 
 TT_LOWERINGS(nn) = {
     {lower_native_batch_norm, {"native_batch_norm", "native_batch_norm.out"}},
@@ -1922,5 +2021,8 @@ TT_LOWERINGS(nn) = {
     {lower_embedding_bag_dense_backward,
      {"_embedding_bag_dense_backward", "_embedding_bag_dense_backward.out"}},
     {lower_embedding_bag_backward, {"_embedding_bag_backward"}},
+    {lower_embedding_bag_psw_backward,
+     {"_embedding_bag_per_sample_weights_backward",
+      "_embedding_bag_per_sample_weights_backward.out"}},
     {NULL, {NULL}},
 };

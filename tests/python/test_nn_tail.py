@@ -24,6 +24,11 @@ def test_pad_reflect_int_and_bf16():
           torch.randn(1, 3, 3).to(torch.bfloat16))
 
 
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_pad_negative_grad(mode):
+    check(lambda x: F.pad(x, (-1, 2, 1, -2), mode=mode), torch.randn(1, 2, 5, 4), grad=True)
+
+
 def test_pad_circular():
     check(lambda x: F.pad(x, (1, 2, 2, 1), mode="circular"), torch.randn(1, 2, 3, 4), grad=True)
 
@@ -125,6 +130,15 @@ def test_cross_int():
           torch.randint(-5, 5, (2, 3)))
 
 
+def test_max_pool3d_int():
+    check(lambda x: F.max_pool3d(x, 2, padding=1), torch.randint(-9, 9, (1, 2, 3, 4, 4)))
+
+
+def test_avg_pool3d_long():
+    check(lambda x: F.avg_pool3d(x, 2, padding=1, count_include_pad=False),
+          torch.randint(-9, 9, (1, 2, 3, 4, 4)))
+
+
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
                                 dict(kernel_size=(2, 3, 2), stride=(1, 2, 2), ceil_mode=True),
                                 dict(kernel_size=2, dilation=2, padding=1)])
@@ -192,6 +206,20 @@ def test_embedding_bag_grad(mode, last):
     offs = torch.tensor([0, 4, 4, 8] if last else [0, 4, 4])
     check(lambda w: F.embedding_bag(idx.to(w.device), w, offs.to(w.device), mode=mode,
                                     include_last_offset=last), torch.randn(10, 3), grad=True)
+
+
+def test_embedding_bag_padding_idx_grad():
+    idx, offs = torch.tensor([1, 2, 4, 4, 3, 4]), torch.tensor([0, 3, 4])
+    for mode in ("sum", "mean"):
+        check(lambda w: F.embedding_bag(idx.to(w.device), w, offs.to(w.device), mode=mode,
+                                        padding_idx=4), torch.randn(6, 3), grad=True)
+
+
+def test_embedding_bag_per_sample_weights_grad():
+    idx, offs = torch.tensor([1, 2, 0, 3, 3]), torch.tensor([0, 2])
+    check(lambda w, p: F.embedding_bag(idx.to(w.device), w, offs.to(w.device),
+                                       per_sample_weights=p, mode="sum"),
+          torch.randn(4, 3), torch.rand(5), grad=True)
 
 
 def test_embedding_bag_2d_and_weights():
