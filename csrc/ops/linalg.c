@@ -113,13 +113,15 @@ static tt_error *axpby(tt_lower_ctx *c, int self_i, int beta_i, int alpha_i, tt_
   return NULL;
 }
 
-/* Checks beta/alpha against the dtype (PyTorch rejects float scalars for
- * integral products); declines what it cannot mirror exactly. */
+/* Checks beta/alpha against the dtype; declines what it cannot mirror
+ * exactly. */
 static tt_error *check_scalars(tt_lower_ctx *c, tt_dtype dt, int beta_i, int alpha_i) {
   const tt_scalar *be = tt_lc_scalar_ref(c, beta_i), *al = tt_lc_scalar_ref(c, alpha_i);
   if (!be || !al) return tt_lc_decline(c, "beta/alpha are not Scalars");
-  if (!is_float(dt) && (be->kind == TT_SCALAR_FLOAT || al->kind == TT_SCALAR_FLOAT))
-    return tt_lc_decline(c, "float beta/alpha with an integral product");
+  /* CPU truncates float beta/alpha to the integral dtype (1.7 -> 1), as the
+   * runtime parameter conversion does; uint8 may overflow-check instead. */
+  if (dt == TT_U8 && (be->kind == TT_SCALAR_FLOAT || al->kind == TT_SCALAR_FLOAT))
+    return tt_lc_decline(c, "float beta/alpha with a uint8 product");
   return NULL;
 }
 

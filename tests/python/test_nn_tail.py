@@ -237,3 +237,9 @@ def test_diag_embed_grad(off, d1, d2):
 
 def test_diag_embed_bool():
     check(lambda x: torch.diag_embed(x), torch.rand(2, 3) > 0.5)
+
+
+def test_baddbmm_int_float_scalars_truncate():
+    a, b1, b2 = (torch.randint(-9, 9, s) for s in ((2, 2, 3), (2, 2, 4), (2, 4, 3)))
+    check(lambda a, b1, b2: torch.baddbmm(a, b1, b2, beta=-1.7, alpha=2.9), a, b1, b2)
+    check(lambda a, b1, b2: torch.addmm(a[0], b1[0], b2[0], beta=0.2, alpha=1.5), a, b1, b2)
