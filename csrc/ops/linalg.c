@@ -1,7 +1,8 @@
 /* Lowerings of the linalg family (see lowering.h): matrix products
  * (mm, bmm, addmm, baddbmm, addbmm, dot, mv, addmv), convolution forward and
- * backward, and 2-d pooling (max with indices, average, adaptive average),
- * forward and backward.
+ * backward, 2-d and 3-d pooling (max with indices, average), forward and
+ * backward, trace, cross, diag_embed, cholesky and triangular solve.
+ * (Adaptive average pooling lives in nn.c.)
  *
  * float16/bfloat16 inputs are converted to float32, computed (accumulated)
  * in float32 and rounded once at the end, like CPU PyTorch. */
@@ -880,93 +881,6 @@ static tt_error *lower_avg_pool2d_backward(tt_lower_ctx *c) {
   return NULL;
 }
 
-/* 0/1 matrix [O, I]: row o covers [floor(o*I/O), ceil((o+1)*I/O)); counts [O]. */
-static tt_val adaptive_matrix(tt_builder *b, int64_t O, int64_t I, tt_dtype dt, tt_val *count) {
-  int64_t d[2] = {O, I};
-  tt_shape is = tt_shape_make(TT_I64, 2, d);
-  tt_val o = tt_b_iota(b, is, 0), i = tt_b_iota(b, is, 1);
-  tt_val bigI = tt_b_full(b, is, (double)I), bigO = tt_b_full(b, is, (double)O);
-  tt_val start = tt_b_binary(b, "divide", tt_b_binary(b, "multiply", o, bigI), bigO);
-  tt_val o1 = tt_b_binary(b, "add", o, tt_b_full(b, is, 1));
-  tt_val end = tt_b_binary(b, "divide",
-                           tt_b_binary(b, "add", tt_b_binary(b, "multiply", o1, bigI),
-                                       tt_b_full(b, is, (double)(O - 1))),
-                           bigO);
-  tt_val in = tt_b_binary(b, "and", tt_b_compare(b, "GE", i, start), tt_b_compare(b, "LT", i, end));
-  double cnt[4096];
-  for (int64_t k = 0; k < O; k++) cnt[k] = (double)(((k + 1) * I + O - 1) / O - (k * I) / O);
-  *count = const_vec(b, dt, cnt, O);
-  return tt_b_select(b, in, tt_b_full(b, tt_shape_make(dt, 2, d), 1),
-                     tt_b_full(b, tt_shape_make(dt, 2, d), 0));
-}
-
-/* x [N, C, H, W] (acc dtype) contracted: out[n,c,o,p] = sum A[o,h] x[n,c,h,w] B[p,w]. */
-static tt_val sandwich(tt_builder *b, tt_val x, tt_val A, tt_val B, bool transpose_mats) {
-  tt_dtype dt = tt_b_dtype(b, x);
-  int64_t c3[1] = {3}, bc[1] = {transpose_mats ? 0 : 1};
-  /* x . B over w: [N, C, H, P] */
-  tt_val y = tt_b_dot_general(b, x, B, 0, NULL, NULL, 1, c3, bc, dt);
-  /* contract h (dim 2) with A: [N, C, P, O] */
-  int64_t c2[1] = {2};
-  y = tt_b_dot_general(b, y, A, 0, NULL, NULL, 1, c2, bc, dt);
-  int64_t perm[4] = {0, 1, 3, 2};
-  return tt_b_transpose(b, y, perm);
-}
-
-/* _adaptive_avg_pool2d(self, output_size) */
-static tt_error *lower_adaptive_avg_pool2d(tt_lower_ctx *c) {
-  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
-  const tt_tensor_ref *xr = tt_lc_ref(c, 0);
-  tt_dtype dt = xr->dtype;
-  if (!is_float(dt)) return tt_lc_decline(c, "dtype");
-  if (xr->ndim != 3 && xr->ndim != 4) return tt_lc_decline(c, "input rank");
-  for (int i = 0; i < xr->ndim; i++)
-    if (xr->sizes[i] == 0) return tt_lc_decline(c, "empty input");
-  int64_t os[TT_MAX_DIMS];
-  int n = tt_lc_int_list(c, 1, os, TT_MAX_DIMS);
-  if (n != 1 && n != 2) return tt_lc_decline(c, "output_size");
-  int64_t OH = os[0], OW = os[n - 1];
-  if (OH <= 0 || OW <= 0 || OH > 4096 || OW > 4096) return tt_lc_decline(c, "output_size");
-  int64_t H = xr->sizes[xr->ndim - 2], W = xr->sizes[xr->ndim - 1];
-  tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = acc_dtype(dt);
-  tt_val x = as4d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
-  tt_val ch, cw;
-  tt_val A = adaptive_matrix(b, OH, H, acc, &ch), B = adaptive_matrix(b, OW, W, acc, &cw);
-  tt_val s = sandwich(b, x, A, B, false);
-  tt_shape ss = tt_b_shape(b, s);
-  tt_val cnt = tt_b_binary(b, "multiply", bcast_dim(b, ch, 4, ss.dims, 2), bcast_dim(b, cw, 4, ss.dims, 3));
-  s = tt_b_binary(b, "divide", s, cnt);
-  tt_lc_output(c, tt_b_convert(b, back_to(b, s, xr, OH, OW), dt));
-  return NULL;
-}
-
-/* _adaptive_avg_pool2d_backward(grad_output, self) */
-static tt_error *lower_adaptive_avg_pool2d_backward(tt_lower_ctx *c) {
-  if (!is_tensor(c, 0) || !is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
-  const tt_tensor_ref *gr = tt_lc_ref(c, 0), *xr = tt_lc_ref(c, 1);
-  tt_dtype dt = xr->dtype;
-  if (!is_float(dt) || gr->dtype != dt) return tt_lc_decline(c, "dtype");
-  if ((xr->ndim != 3 && xr->ndim != 4) || gr->ndim != xr->ndim) return tt_lc_decline(c, "rank");
-  for (int i = 0; i < xr->ndim - 2; i++)
-    if (gr->sizes[i] != xr->sizes[i]) return tt_lc_decline(c, "shapes");
-  int64_t OH = gr->sizes[gr->ndim - 2], OW = gr->sizes[gr->ndim - 1];
-  int64_t H = xr->sizes[xr->ndim - 2], W = xr->sizes[xr->ndim - 1];
-  if (OH <= 0 || OW <= 0 || OH > 4096 || OW > 4096 || H == 0 || W == 0)
-    return tt_lc_decline(c, "sizes");
-  tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = acc_dtype(dt);
-  tt_val g = as4d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
-  tt_val ch, cw;
-  tt_val A = adaptive_matrix(b, OH, H, acc, &ch), B = adaptive_matrix(b, OW, W, acc, &cw);
-  tt_shape gs = tt_b_shape(b, g);
-  tt_val cnt = tt_b_binary(b, "multiply", bcast_dim(b, ch, 4, gs.dims, 2), bcast_dim(b, cw, 4, gs.dims, 3));
-  g = tt_b_binary(b, "divide", g, cnt);
-  tt_val r = sandwich(b, g, A, B, true);
-  tt_lc_output(c, tt_b_convert(b, back_to(b, r, xr, H, W), dt));
-  return NULL;
-}
-
 /* ====================================================== trace, cross */
 
 /* trace(self): sum of the main diagonal of a matrix; integers sum in int64. */
@@ -1516,9 +1430,6 @@ TT_LOWERINGS(linalg) = {
      {"max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward.grad_input"}},
     {lower_avg_pool2d, {"avg_pool2d", "avg_pool2d.out"}},
     {lower_avg_pool2d_backward, {"avg_pool2d_backward", "avg_pool2d_backward.grad_input"}},
-    {lower_adaptive_avg_pool2d, {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"}},
-    {lower_adaptive_avg_pool2d_backward,
-     {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out"}},
     {lower_trace, {"trace", "trace.out"}},
     {lower_linalg_cross, {"linalg_cross", "linalg_cross.out"}},
     {lower_avg_pool3d, {"avg_pool3d", "avg_pool3d.out"}},

@@ -1632,27 +1632,27 @@ static tt_val adaptive_sum_dim(tt_builder *b, tt_val x, int d, int64_t O, int64_
 
 /* _adaptive_avg_pool3d(self, output_size) and
  * _adaptive_avg_pool3d_backward(grad_output, self) */
-static tt_error *adaptive_avg3(tt_lower_ctx *c, bool backward) {
+static tt_error *adaptive_avg(tt_lower_ctx *c, int k, bool backward) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *x = tt_lc_ref(c, backward ? 1 : 0), *g = backward ? tt_lc_ref(c, 0) : NULL;
   if (!x || !x->storage || !is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
   int nd = x->ndim;
-  if (nd != 4 && nd != 5) return tt_lc_decline(c, "rank");
+  if (nd != k + 1 && nd != k + 2) return tt_lc_decline(c, "rank");
   for (int i = 0; i < nd; i++)
     if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
   int64_t O[3];
   if (backward) {
     if (!g || !g->storage || g->dtype != x->dtype || g->ndim != nd) return tt_lc_decline(c, "grad");
-    for (int i = 0; i < nd - 3; i++)
+    for (int i = 0; i < nd - k; i++)
       if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "grad shape");
-    for (int i = 0; i < 3; i++) O[i] = g->sizes[nd - 3 + i];
+    for (int i = 0; i < k; i++) O[i] = g->sizes[nd - k + i];
   } else {
     int64_t os[TT_MAX_DIMS];
-    if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != 3) return tt_lc_decline(c, "output_size");
-    for (int i = 0; i < 3; i++) O[i] = os[i];
+    if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != k) return tt_lc_decline(c, "output_size");
+    for (int i = 0; i < k; i++) O[i] = os[i];
   }
-  for (int i = 0; i < 3; i++)
-    if (O[i] <= 0 || O[i] > UP_MAX || x->sizes[nd - 3 + i] > UP_MAX) return tt_lc_decline(c, "size");
+  for (int i = 0; i < k; i++)
+    if (O[i] <= 0 || O[i] > UP_MAX || x->sizes[nd - k + i] > UP_MAX) return tt_lc_decline(c, "size");
   int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 4);
   double *cnt = malloc(sizeof(double) * UP_MAX);
   if (!buf || !cnt) {
@@ -1664,18 +1664,18 @@ static tt_error *adaptive_avg3(tt_lower_ctx *c, bool backward) {
   tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   /* divisor: product of per-dim window lengths, on the output grid */
   int64_t od[TT_MAX_DIMS];
-  for (int i = 0; i < nd; i++) od[i] = i < nd - 3 ? x->sizes[i] : O[i - (nd - 3)];
+  for (int i = 0; i < nd; i++) od[i] = i < nd - k ? x->sizes[i] : O[i - (nd - k)];
   tt_val div = TT_INVALID;
-  for (int i = 0; i < 3; i++) {
-    int64_t I = x->sizes[nd - 3 + i];
+  for (int i = 0; i < k; i++) {
+    int64_t I = x->sizes[nd - k + i];
     adaptive_windows(O[i], I, buf, buf + UP_MAX);
     for (int64_t o = 0; o < O[i]; o++) cnt[o] = (double)(buf[UP_MAX + o] - buf[o]);
-    tt_val cv = along(b, const_vec_dt(b, acc, cnt, NULL, O[i]), nd, od, nd - 3 + i);
+    tt_val cv = along(b, const_vec_dt(b, acc, cnt, NULL, O[i]), nd, od, nd - k + i);
     div = div == TT_INVALID ? cv : mul(b, div, cv);
   }
   if (backward) v = dvd(b, v, div);
-  for (int i = 2; i >= 0; i--)
-    v = adaptive_sum_dim(b, v, nd - 3 + i, O[i], x->sizes[nd - 3 + i], backward, buf);
+  for (int i = k - 1; i >= 0; i--)
+    v = adaptive_sum_dim(b, v, nd - k + i, O[i], x->sizes[nd - k + i], backward, buf);
   if (!backward) v = dvd(b, v, div);
   free(buf);
   free(cnt);
@@ -1683,9 +1683,15 @@ static tt_error *adaptive_avg3(tt_lower_ctx *c, bool backward) {
   return NULL;
 }
 
-static tt_error *lower_adaptive_avg_pool3d(tt_lower_ctx *c) { return adaptive_avg3(c, false); }
+static tt_error *lower_adaptive_avg_pool3d(tt_lower_ctx *c) { return adaptive_avg(c, 3, false); }
 static tt_error *lower_adaptive_avg_pool3d_backward(tt_lower_ctx *c) {
-  return adaptive_avg3(c, true);
+  return adaptive_avg(c, 3, true);
+}
+/* (the 2-d op lived in linalg.c as a matrix product, where 0 * inf made
+ * NaNs leak out of windows holding an infinity) */
+static tt_error *lower_adaptive_avg_pool2d(tt_lower_ctx *c) { return adaptive_avg(c, 2, false); }
+static tt_error *lower_adaptive_avg_pool2d_backward(tt_lower_ctx *c) {
+  return adaptive_avg(c, 2, true);
 }
 
 /* ------------------------------------------------------------ pixel shuffle */
@@ -2011,6 +2017,9 @@ TT_LOWERINGS(nn) = {
     {lower_adaptive_max_pool2d_backward,
      {"adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input"}},
     {lower_adaptive_avg_pool3d, {"_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out"}},
+    {lower_adaptive_avg_pool2d, {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"}},
+    {lower_adaptive_avg_pool2d_backward,
+     {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out"}},
     {lower_adaptive_avg_pool3d_backward,
      {"_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.grad_input"}},
     {lower_pixel_shuffle, {"pixel_shuffle", "pixel_shuffle.out"}},

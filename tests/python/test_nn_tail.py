@@ -243,3 +243,10 @@ def test_baddbmm_int_float_scalars_truncate():
     a, b1, b2 = (torch.randint(-9, 9, s) for s in ((2, 2, 3), (2, 2, 4), (2, 4, 3)))
     check(lambda a, b1, b2: torch.baddbmm(a, b1, b2, beta=-1.7, alpha=2.9), a, b1, b2)
     check(lambda a, b1, b2: torch.addmm(a[0], b1[0], b2[0], beta=0.2, alpha=1.5), a, b1, b2)
+
+
+def test_adaptive_avg_pool2d_inf_stays_local():
+    x = torch.randn(1, 2, 4, 5)
+    x[0, 0, 0, 0] = float("inf")
+    check(lambda x: F.adaptive_avg_pool2d(x, (3, 3)), x)
+    check(lambda x: F.adaptive_avg_pool2d(x, (2, 4)), torch.randn(3, 5, 7), grad=True)
