@@ -1262,6 +1262,45 @@ static void linear_src(int64_t o, int64_t in, int64_t out, bool align, bool has,
   }
 }
 
+/* Bicubic taps along one dim (CPU's cubic source index, A = -0.75, indices
+ * clamped), in float or double opmath. */
+static void cubic_src(int64_t o, int64_t in, int64_t out, bool align, bool has, double scale,
+                      bool dbl, int64_t *idx, double *w) {
+  int64_t k;
+  double t;
+  if (dbl) {
+    double sc = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
+                      : (has && scale > 0 ? 1.0 / scale : (double)in / (double)out);
+    double real = align ? sc * (double)o : sc * ((double)o + 0.5) - 0.5;
+    k = (int64_t)floor(real);
+    if (k > in - 1) k = in - 1;
+    t = real - (double)k;
+    t = t < 0 ? 0 : (t > 1 ? 1 : t);
+    double A = -0.75, x1 = t, x2 = 1.0 - t;
+    w[0] = ((A * (x1 + 1.0) - 5 * A) * (x1 + 1.0) + 8 * A) * (x1 + 1.0) - 4 * A;
+    w[1] = ((A + 2) * x1 - (A + 3)) * x1 * x1 + 1;
+    w[2] = ((A + 2) * x2 - (A + 3)) * x2 * x2 + 1;
+    w[3] = ((A * (x2 + 1.0) - 5 * A) * (x2 + 1.0) + 8 * A) * (x2 + 1.0) - 4 * A;
+  } else {
+    float sc = align ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
+                     : scales_value_f(has, scale, in, out);
+    float real = align ? sc * (float)o : sc * ((float)o + 0.5f) - 0.5f;
+    k = (int64_t)floorf(real);
+    if (k > in - 1) k = in - 1;
+    float tf = real - (float)k;
+    tf = tf < 0 ? 0 : (tf > 1 ? 1 : tf);
+    float A = -0.75f, x1 = tf, x2 = 1.0f - tf, y1 = x1 + 1.0f, y2 = x2 + 1.0f;
+    w[0] = ((A * y1 - 5 * A) * y1 + 8 * A) * y1 - 4 * A;
+    w[1] = ((A + 2) * x1 - (A + 3)) * x1 * x1 + 1;
+    w[2] = ((A + 2) * x2 - (A + 3)) * x2 * x2 + 1;
+    w[3] = ((A * y2 - 5 * A) * y2 + 8 * A) * y2 - 4 * A;
+  }
+  for (int j = 0; j < 4; j++) {
+    int64_t i = k - 1 + j;
+    idx[j] = i < 0 ? 0 : (i > in - 1 ? in - 1 : i);
+  }
+}
+
 #define UP_MAX 8192
 
 /* upsample_{nearest,_nearest_exact}{1,2,3}d and upsample_{linear1d,
@@ -1273,7 +1312,7 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *x = tt_lc_ref(c, 0);
   if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
-  bool linear = mode == 2;
+  bool linear = mode == 2 || mode == 3, cubic = mode == 3;
   if (linear || backward) {
     if (!is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
   } else if (x->dtype == TT_BOOL) {
@@ -1299,8 +1338,8 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
   bool dbl = acc == TT_F64;
   tt_val v = tt_lc_tensor(c, 0);
   if (linear || backward) v = tt_b_convert(b, v, acc);
-  int64_t *i0 = malloc(sizeof(int64_t) * UP_MAX * 2);
-  double *lw = malloc(sizeof(double) * UP_MAX * 2);
+  int64_t *i0 = malloc(sizeof(int64_t) * UP_MAX * 4);
+  double *lw = malloc(sizeof(double) * UP_MAX * 4);
   if (!i0 || !lw) {
     free(i0);
     free(lw);
@@ -1314,6 +1353,32 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
     int64_t in = isz[d], out = osz[j];
     bool has = !tt_lc_is_none(c, sc0 + j);
     double scale = has ? tt_lc_double(c, sc0 + j, 0) : 0;
+    if (cubic) {
+      /* tap j of output o at [j * UP_MAX + o] */
+      for (int64_t o = 0; o < out; o++) {
+        int64_t ti[4];
+        double tw[4];
+        cubic_src(o, in, out, align, has, scale, dbl, ti, tw);
+        for (int t = 0; t < 4; t++) i0[t * UP_MAX + o] = ti[t], lw[t * UP_MAX + o] = tw[t];
+      }
+      tt_val acc_v = TT_INVALID;
+      for (int t = 0; t < 4; t++) {
+        tt_val wv = const_vec_dt(b, acc, lw + t * UP_MAX, NULL, out);
+        if (!backward) {
+          tt_val a = take_dim(b, v, d, i0 + t * UP_MAX, out);
+          tt_shape s = tt_b_shape(b, a);
+          a = mul(b, a, along(b, wv, s.ndim, s.dims, d));
+          acc_v = acc_v == TT_INVALID ? a : add(b, acc_v, a);
+        } else {
+          tt_shape s = tt_b_shape(b, v);
+          tt_val a = put_add_dim(b, mul(b, v, along(b, wv, s.ndim, s.dims, d)), d, i0 + t * UP_MAX,
+                                 out, in);
+          acc_v = acc_v == TT_INVALID ? a : add(b, acc_v, a);
+        }
+      }
+      v = acc_v;
+      continue;
+    }
     for (int64_t o = 0; o < out; o++) {
       if (linear)
         linear_src(o, in, out, align, has, scale, dbl, &i0[o], &i1[o], &lw[o], &l1[o]);
@@ -1361,6 +1426,8 @@ static tt_error *lower_up_trilinear3d(tt_lower_ctx *c) { return upsample_impl(c,
 static tt_error *lower_up_linear1d_bw(tt_lower_ctx *c) { return upsample_impl(c, 1, 2, true); }
 static tt_error *lower_up_bilinear2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 2, true); }
 static tt_error *lower_up_trilinear3d_bw(tt_lower_ctx *c) { return upsample_impl(c, 3, 2, true); }
+static tt_error *lower_up_bicubic2d(tt_lower_ctx *c) { return upsample_impl(c, 2, 3, false); }
+static tt_error *lower_up_bicubic2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 3, true); }
 
 /* ------------------------------------------------------------ soft margin loss */
 
@@ -2005,6 +2072,9 @@ TT_LOWERINGS(nn) = {
     {lower_up_linear1d_bw, {"upsample_linear1d_backward", "upsample_linear1d_backward.grad_input"}},
     {lower_up_bilinear2d_bw,
      {"upsample_bilinear2d_backward", "upsample_bilinear2d_backward.grad_input"}},
+    {lower_up_bicubic2d, {"upsample_bicubic2d", "upsample_bicubic2d.out"}},
+    {lower_up_bicubic2d_bw,
+     {"upsample_bicubic2d_backward", "upsample_bicubic2d_backward.grad_input"}},
     {lower_up_trilinear3d_bw,
      {"upsample_trilinear3d_backward", "upsample_trilinear3d_backward.grad_input"}},
     {lower_soft_margin_loss, {"soft_margin_loss", "soft_margin_loss.out"}},

@@ -250,3 +250,10 @@ def test_adaptive_avg_pool2d_inf_stays_local():
     x[0, 0, 0, 0] = float("inf")
     check(lambda x: F.adaptive_avg_pool2d(x, (3, 3)), x)
     check(lambda x: F.adaptive_avg_pool2d(x, (2, 4)), torch.randn(3, 5, 7), grad=True)
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("kw", [dict(scale_factor=2), dict(size=(3, 7)), dict(scale_factor=1.3)])
+def test_upsample_bicubic_grad(align, kw):
+    check(lambda x: F.interpolate(x, mode="bicubic", align_corners=align, **kw),
+          torch.randn(1, 2, 5, 4), grad=True)
