@@ -891,15 +891,14 @@ static tt_error *lower_trace(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "trace: expected a matrix, but got tensor with dim %d",
                       xr->ndim);
   tt_dtype dt = xr->dtype;
-  if (dt == TT_F16 || dt == TT_BF16) return tt_lc_decline(c, "dtype %s", tt_dtype_name(dt));
-  tt_dtype out = is_float(dt) ? dt : TT_I64;
+  tt_dtype out = is_float(dt) ? dt : TT_I64, acc = acc_dtype(out); /* half: float sum */
   tt_builder *b = tt_lc_builder(c);
-  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), out);
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_shape is = tt_shape_make(TT_I64, 2, xr->sizes);
   tt_val diag = tt_b_compare(b, "EQ", tt_b_iota(b, is, 0), tt_b_iota(b, is, 1));
-  x = tt_b_select(b, diag, x, tt_b_full(b, tt_shape_make(out, 2, xr->sizes), 0));
+  x = tt_b_select(b, diag, x, tt_b_full(b, tt_shape_make(acc, 2, xr->sizes), 0));
   int64_t d2[2] = {0, 1};
-  tt_lc_output(c, tt_b_reduce(b, x, tt_b_constant(b, out, 0), d2, 2, "add"));
+  tt_lc_output(c, tt_b_convert(b, tt_b_reduce(b, x, tt_b_constant(b, acc, 0), d2, 2, "add"), out));
   return NULL;
 }
 

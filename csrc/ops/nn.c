@@ -1315,6 +1315,9 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
   bool linear = mode == 2 || mode == 3, cubic = mode == 3;
   if (linear || backward) {
     if (!is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
+    /* CPU's reduced-precision trilinear rounds differently */
+    if (mode == 2 && k == 3 && opmath(x->dtype) != x->dtype)
+      return tt_lc_decline(c, "trilinear %s", tt_dtype_name(x->dtype));
   } else if (x->dtype == TT_BOOL) {
     return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
   }
@@ -1431,7 +1434,13 @@ static tt_error *lower_up_bicubic2d_bw(tt_lower_ctx *c) { return upsample_impl(c
 
 /* ------------------------------------------------------------ soft margin loss */
 
-/* soft_margin_loss(self, target, reduction): log1p(exp(-target * self)) */
+/* Rounds an opmath value to dt and back: CPU runs soft margin's pieces as
+ * separate half-precision ops, each rounded. No-op for float/double. */
+static tt_val rd(tt_builder *b, tt_val v, tt_dtype dt) {
+  return tt_b_convert(b, tt_b_convert(b, v, dt), tt_b_dtype(b, v));
+}
+
+/* soft_margin_loss(self, target, reduction): log1p(exp(-self * target)) */
 static tt_error *lower_soft_margin_loss(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype dt;
@@ -1441,13 +1450,14 @@ static tt_error *lower_soft_margin_loss(tt_lower_ctx *c) {
   int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
   TT_TRY(check_reduction(c, reduction));
   TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
-  tt_val z = tt_b_unary(b, "exponential", tt_b_unary(b, "negate", mul(b, x, t)));
-  tt_lc_output(c, reduce_loss(b, tt_b_unary(b, "log_plus_one", z), reduction, dt));
+  tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, mul(b, tt_b_unary(b, "negate", x), t), dt)), dt);
+  tt_lc_output(c, reduce_loss(b, rd(b, tt_b_unary(b, "log_plus_one", z), dt), reduction, dt));
   return NULL;
 }
 
 /* soft_margin_loss_backward(grad_output, self, target, reduction):
- * -norm * target * z / (1 + z) * grad, z = exp(-target * self) */
+ * (-norm * target) * z / (1 + z) * grad, z = exp(-target * self), each
+ * step rounded like CPU's separate ops */
 static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype dt;
@@ -1457,10 +1467,17 @@ static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
   TT_TRY(loss_operands(c, 1, &dt, &x, &t, &nd, dims));
   int args[3] = {0, 1, 2};
   dt = tt_result_type(c, args, 3);
-  TT_TRY(loss_grad(c, tt_lc_int(c, 3, RED_MEAN), opmath(dt), nd, dims, &g));
-  tt_val z = tt_b_unary(b, "exponential", tt_b_unary(b, "negate", mul(b, t, x)));
-  tt_val r = dvd(b, mul(b, tt_b_unary(b, "negate", t), z), add(b, cst(b, z, 1.0), z));
-  tt_lc_output(c, tt_b_convert(b, mul(b, r, g), dt));
+  int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  tt_dtype acc = opmath(dt);
+  TT_TRY(loss_grad(c, reduction == RED_MEAN ? RED_SUM : reduction, acc, nd, dims, &g));
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= dims[i];
+  double norm = reduction == RED_MEAN ? 1.0 / (double)n : 1.0;
+  tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, mul(b, tt_b_unary(b, "negate", t), x), dt)), dt);
+  tt_val a = rd(b, mul(b, t, cst(b, t, acc == TT_F64 ? -norm : (double)(float)-norm)), dt);
+  tt_val q = rd(b, dvd(b, rd(b, mul(b, a, z), dt), rd(b, add(b, cst(b, z, 1.0), z), dt)), dt);
+  tt_lc_output(c, tt_b_convert(b, mul(b, q, g), dt));
   return NULL;
 }
 

@@ -101,6 +101,13 @@ def test_soft_margin_loss_grad(reduction):
           grad=True)
 
 
+def test_soft_margin_loss_half_rounds_per_op():
+    x = torch.tensor([-8.5, -1.75, 4.3, 12.0, -11.0]).half()
+    t = torch.tensor([3.6, -8.0, -0.5, -1.0, 1.0]).half()
+    check(lambda x: F.soft_margin_loss(x, t.to(x.device)), x, grad=True)
+    check(lambda x: F.soft_margin_loss(x, t.to(x.device), reduction="none"), x, grad=True)
+
+
 # ------------------------------------------------------------------ weight norm
 
 @pytest.mark.parametrize("dim", [0, 2])
@@ -115,6 +122,7 @@ def test_weight_norm_interface_grad(dim):
 def test_trace_and_int():
     # trace_backward (CompositeImplicit) needs index_fill_.int_Tensor (indexing family)
     check(torch.trace, torch.randn(4, 3))
+    check(torch.trace, torch.randn(5, 5).to(torch.bfloat16))
     check(torch.trace, torch.arange(12, dtype=torch.int32).reshape(3, 4))
 
 
