@@ -1456,8 +1456,8 @@ static tt_error *lower_soft_margin_loss(tt_lower_ctx *c) {
 }
 
 /* soft_margin_loss_backward(grad_output, self, target, reduction):
- * (-norm * target) * z / (1 + z) * grad, z = exp(-target * self), each
- * step rounded like CPU's separate ops */
+ * target * z * -norm / (1 + z) * grad, z = exp(-target * self), each
+ * step rounded like CPU's separate in-place ops */
 static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype dt;
@@ -1475,8 +1475,10 @@ static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
   for (int i = 0; i < nd; i++) n *= dims[i];
   double norm = reduction == RED_MEAN ? 1.0 / (double)n : 1.0;
   tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, mul(b, tt_b_unary(b, "negate", t), x), dt)), dt);
-  tt_val a = rd(b, mul(b, t, cst(b, t, acc == TT_F64 ? -norm : (double)(float)-norm)), dt);
-  tt_val q = rd(b, dvd(b, rd(b, mul(b, a, z), dt), rd(b, add(b, cst(b, z, 1.0), z), dt)), dt);
+  /* CPU: mul_out(gi, target, z).mul_(-norm); z.add_(1); gi.div_(z).mul_(grad) */
+  tt_val a = rd(b, mul(b, t, z), dt);
+  a = rd(b, mul(b, a, cst(b, a, acc == TT_F64 ? -norm : (double)(float)-norm)), dt);
+  tt_val q = rd(b, dvd(b, a, rd(b, add(b, z, cst(b, z, 1.0)), dt)), dt);
   tt_lc_output(c, tt_b_convert(b, mul(b, q, g), dt));
   return NULL;
 }
