@@ -1,13 +1,15 @@
 /* Lowerings of the linalg family (see lowering.h): matrix products
  * (mm, bmm, addmm, baddbmm, addbmm, dot, mv, addmv), convolution forward and
- * backward, and 2-d pooling (max with indices, average, adaptive average),
- * forward and backward.
+ * backward, 2-d and 3-d pooling (max with indices, average), forward and
+ * backward, trace, cross, diag_embed, cholesky and triangular solve.
+ * (Adaptive average pooling lives in nn.c.)
  *
  * float16/bfloat16 inputs are converted to float32, computed (accumulated)
  * in float32 and rounded once at the end, like CPU PyTorch. */
 #include "ops/common.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,13 +114,15 @@ static tt_error *axpby(tt_lower_ctx *c, int self_i, int beta_i, int alpha_i, tt_
   return NULL;
 }
 
-/* Checks beta/alpha against the dtype (PyTorch rejects float scalars for
- * integral products); declines what it cannot mirror exactly. */
+/* Checks beta/alpha against the dtype; declines what it cannot mirror
+ * exactly. */
 static tt_error *check_scalars(tt_lower_ctx *c, tt_dtype dt, int beta_i, int alpha_i) {
   const tt_scalar *be = tt_lc_scalar_ref(c, beta_i), *al = tt_lc_scalar_ref(c, alpha_i);
   if (!be || !al) return tt_lc_decline(c, "beta/alpha are not Scalars");
-  if (!is_float(dt) && (be->kind == TT_SCALAR_FLOAT || al->kind == TT_SCALAR_FLOAT))
-    return tt_lc_decline(c, "float beta/alpha with an integral product");
+  /* CPU truncates float beta/alpha to the integral dtype (1.7 -> 1), as the
+   * runtime parameter conversion does; uint8 may overflow-check instead. */
+  if (dt == TT_U8 && (be->kind == TT_SCALAR_FLOAT || al->kind == TT_SCALAR_FLOAT))
+    return tt_lc_decline(c, "float beta/alpha with a uint8 product");
   return NULL;
 }
 
@@ -877,90 +881,532 @@ static tt_error *lower_avg_pool2d_backward(tt_lower_ctx *c) {
   return NULL;
 }
 
-/* 0/1 matrix [O, I]: row o covers [floor(o*I/O), ceil((o+1)*I/O)); counts [O]. */
-static tt_val adaptive_matrix(tt_builder *b, int64_t O, int64_t I, tt_dtype dt, tt_val *count) {
-  int64_t d[2] = {O, I};
-  tt_shape is = tt_shape_make(TT_I64, 2, d);
-  tt_val o = tt_b_iota(b, is, 0), i = tt_b_iota(b, is, 1);
-  tt_val bigI = tt_b_full(b, is, (double)I), bigO = tt_b_full(b, is, (double)O);
-  tt_val start = tt_b_binary(b, "divide", tt_b_binary(b, "multiply", o, bigI), bigO);
-  tt_val o1 = tt_b_binary(b, "add", o, tt_b_full(b, is, 1));
-  tt_val end = tt_b_binary(b, "divide",
-                           tt_b_binary(b, "add", tt_b_binary(b, "multiply", o1, bigI),
-                                       tt_b_full(b, is, (double)(O - 1))),
-                           bigO);
-  tt_val in = tt_b_binary(b, "and", tt_b_compare(b, "GE", i, start), tt_b_compare(b, "LT", i, end));
-  double cnt[4096];
-  for (int64_t k = 0; k < O; k++) cnt[k] = (double)(((k + 1) * I + O - 1) / O - (k * I) / O);
-  *count = const_vec(b, dt, cnt, O);
-  return tt_b_select(b, in, tt_b_full(b, tt_shape_make(dt, 2, d), 1),
-                     tt_b_full(b, tt_shape_make(dt, 2, d), 0));
-}
+/* ====================================================== trace, cross */
 
-/* x [N, C, H, W] (acc dtype) contracted: out[n,c,o,p] = sum A[o,h] x[n,c,h,w] B[p,w]. */
-static tt_val sandwich(tt_builder *b, tt_val x, tt_val A, tt_val B, bool transpose_mats) {
-  tt_dtype dt = tt_b_dtype(b, x);
-  int64_t c3[1] = {3}, bc[1] = {transpose_mats ? 0 : 1};
-  /* x . B over w: [N, C, H, P] */
-  tt_val y = tt_b_dot_general(b, x, B, 0, NULL, NULL, 1, c3, bc, dt);
-  /* contract h (dim 2) with A: [N, C, P, O] */
-  int64_t c2[1] = {2};
-  y = tt_b_dot_general(b, y, A, 0, NULL, NULL, 1, c2, bc, dt);
-  int64_t perm[4] = {0, 1, 3, 2};
-  return tt_b_transpose(b, y, perm);
-}
-
-/* _adaptive_avg_pool2d(self, output_size) */
-static tt_error *lower_adaptive_avg_pool2d(tt_lower_ctx *c) {
+/* trace(self): sum of the main diagonal of a matrix; integers sum in int64. */
+static tt_error *lower_trace(tt_lower_ctx *c) {
   if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
   const tt_tensor_ref *xr = tt_lc_ref(c, 0);
+  if (xr->ndim != 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "trace: expected a matrix, but got tensor with dim %d",
+                      xr->ndim);
   tt_dtype dt = xr->dtype;
-  if (!is_float(dt)) return tt_lc_decline(c, "dtype");
-  if (xr->ndim != 3 && xr->ndim != 4) return tt_lc_decline(c, "input rank");
-  for (int i = 0; i < xr->ndim; i++)
-    if (xr->sizes[i] == 0) return tt_lc_decline(c, "empty input");
-  int64_t os[TT_MAX_DIMS];
-  int n = tt_lc_int_list(c, 1, os, TT_MAX_DIMS);
-  if (n != 1 && n != 2) return tt_lc_decline(c, "output_size");
-  int64_t OH = os[0], OW = os[n - 1];
-  if (OH <= 0 || OW <= 0 || OH > 4096 || OW > 4096) return tt_lc_decline(c, "output_size");
-  int64_t H = xr->sizes[xr->ndim - 2], W = xr->sizes[xr->ndim - 1];
+  tt_dtype out = is_float(dt) ? dt : TT_I64, acc = acc_dtype(out); /* half: float sum */
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = acc_dtype(dt);
-  tt_val x = as4d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
-  tt_val ch, cw;
-  tt_val A = adaptive_matrix(b, OH, H, acc, &ch), B = adaptive_matrix(b, OW, W, acc, &cw);
-  tt_val s = sandwich(b, x, A, B, false);
-  tt_shape ss = tt_b_shape(b, s);
-  tt_val cnt = tt_b_binary(b, "multiply", bcast_dim(b, ch, 4, ss.dims, 2), bcast_dim(b, cw, 4, ss.dims, 3));
-  s = tt_b_binary(b, "divide", s, cnt);
-  tt_lc_output(c, tt_b_convert(b, back_to(b, s, xr, OH, OW), dt));
+  tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_shape is = tt_shape_make(TT_I64, 2, xr->sizes);
+  tt_val diag = tt_b_compare(b, "EQ", tt_b_iota(b, is, 0), tt_b_iota(b, is, 1));
+  x = tt_b_select(b, diag, x, tt_b_full(b, tt_shape_make(acc, 2, xr->sizes), 0));
+  int64_t d2[2] = {0, 1};
+  tt_lc_output(c, tt_b_convert(b, tt_b_reduce(b, x, tt_b_constant(b, acc, 0), d2, 2, "add"), out));
   return NULL;
 }
 
-/* _adaptive_avg_pool2d_backward(grad_output, self) */
-static tt_error *lower_adaptive_avg_pool2d_backward(tt_lower_ctx *c) {
+/* linalg_cross(self, other, dim=-1) */
+static tt_error *lower_linalg_cross(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0) || !is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0), *yr = tt_lc_ref(c, 1);
+  if (xr->dtype != yr->dtype) return tt_lc_decline(c, "mixed dtypes");
+  tt_dtype dt = xr->dtype;
+  if (dt == TT_BOOL) return tt_lc_decline(c, "bool");
+  if (xr->ndim != yr->ndim)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "linalg.cross: inputs must have the same number of dimensions.");
+  int args[2] = {0, 1}, nd;
+  int64_t dims[TT_MAX_DIMS];
+  TT_TRY(tt_broadcast_args(c, args, 2, &nd, dims));
+  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 2, -1), nd);
+  if (dim < 0) return tt_b_take_error(tt_lc_builder(c));
+  if (xr->sizes[dim] != 3 || yr->sizes[dim] != 3)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "linalg.cross: inputs dimension %" PRId64 " must have length 3. Got %" PRId64
+                      " and %" PRId64, dim, xr->sizes[dim], yr->sizes[dim]);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_operand(c, 0, dt, nd, dims), y = tt_operand(c, 1, dt, nd, dims);
+  tt_val xs[3], ys[3];
+  for (int k = 0; k < 3; k++) {
+    int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
+    for (int i = 0; i < nd; i++) li[i] = dims[i];
+    st[dim] = k;
+    li[dim] = k + 1;
+    xs[k] = tt_b_slice(b, x, st, li, NULL);
+    ys[k] = tt_b_slice(b, y, st, li, NULL);
+  }
+  tt_val parts[3];
+  for (int k = 0; k < 3; k++) {
+    int i1 = (k + 1) % 3, i2 = (k + 2) % 3;
+    parts[k] = tt_b_binary(b, "subtract", tt_b_binary(b, "multiply", xs[i1], ys[i2]),
+                           tt_b_binary(b, "multiply", xs[i2], ys[i1]));
+  }
+  tt_lc_output(c, tt_b_concat(b, parts, 3, (int)dim));
+  return NULL;
+}
+
+/* ====================================================== 3-d average pooling */
+
+typedef struct {
+  int64_t k[3], s[3], p[3], in[3], out[3];
+  bool ceil, include_pad;
+  int64_t divisor;
+} pool3_params;
+
+/* avg_pool3d(_backward) arguments from `first` (kernel_size): kernel, stride,
+ * padding, ceil_mode, count_include_pad, divisor_override. */
+static tt_error *read_avg3(tt_lower_ctx *c, const tt_tensor_ref *x, int first, pool3_params *pp) {
+  if (x->ndim != 4 && x->ndim != 5) return tt_lc_decline(c, "input rank");
+  for (int i = 0; i < x->ndim; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t v[TT_MAX_DIMS];
+  int n = tt_lc_int_list(c, first, v, TT_MAX_DIMS);
+  if (n != 1 && n != 3) return tt_lc_decline(c, "kernel_size");
+  for (int i = 0; i < 3; i++) pp->k[i] = v[n == 1 ? 0 : i];
+  n = tt_lc_int_list(c, first + 1, v, TT_MAX_DIMS);
+  if (n > 0 && n != 1 && n != 3) return tt_lc_decline(c, "stride");
+  for (int i = 0; i < 3; i++) pp->s[i] = n <= 0 ? pp->k[i] : v[n == 1 ? 0 : i];
+  n = tt_lc_int_list(c, first + 2, v, TT_MAX_DIMS);
+  if (n != 1 && n != 3) return tt_lc_decline(c, "padding");
+  for (int i = 0; i < 3; i++) pp->p[i] = v[n == 1 ? 0 : i];
+  pp->ceil = tt_lc_bool(c, first + 3, false);
+  pp->include_pad = tt_lc_bool(c, first + 4, true);
+  pp->divisor = tt_lc_is_none(c, first + 5) ? 0 : tt_lc_int(c, first + 5, 0);
+  if (!tt_lc_is_none(c, first + 5) && pp->divisor == 0)
+    return tt_lc_fail(c, TT_ERR_RUNTIME, "divisor must be not zero");
+  for (int i = 0; i < 3; i++) {
+    if (pp->k[i] <= 0 || pp->s[i] <= 0 || pp->p[i] < 0 || pp->p[i] > pp->k[i] / 2)
+      return tt_lc_decline(c, "invalid pooling parameters");
+    pp->in[i] = x->sizes[x->ndim - 3 + i];
+    pp->out[i] = pool_out(pp->in[i], pp->k[i], pp->p[i], pp->s[i], 1, pp->ceil);
+    if (pp->out[i] <= 0 || pp->out[i] > 4096) return tt_lc_decline(c, "output size");
+  }
+  return NULL;
+}
+
+/* x as [N, C, D, H, W] (4-d inputs get a leading 1). */
+static tt_val as5d(tt_builder *b, tt_val x) {
+  tt_shape s = tt_b_shape(b, x);
+  if (s.ndim == 5) return x;
+  int64_t d[5] = {1, s.dims[0], s.dims[1], s.dims[2], s.dims[3]};
+  return tt_b_reshape(b, x, 5, d);
+}
+
+/* Divisor tensor [N, C, OD, OH, OW] (separable per-dim factors). */
+static tt_val avg3_divisor(tt_builder *b, const pool3_params *pp, tt_dtype dt, const int64_t *od) {
+  tt_shape s = tt_shape_make(dt, 5, od);
+  if (pp->divisor) return tt_b_full(b, s, (double)pp->divisor);
+  tt_val r = TT_INVALID;
+  double f[4096];
+  for (int i = 0; i < 3; i++) {
+    for (int64_t o = 0; o < pp->out[i]; o++) {
+      int64_t st = o * pp->s[i] - pp->p[i], e = st + pp->k[i];
+      if (e > pp->in[i] + pp->p[i]) e = pp->in[i] + pp->p[i];
+      int64_t full = e - st;
+      if (st < 0) st = 0;
+      if (e > pp->in[i]) e = pp->in[i];
+      f[o] = (double)(pp->include_pad ? full : e - st);
+    }
+    tt_val v = bcast_dim(b, const_vec(b, dt, f, pp->out[i]), 5, od, 2 + i);
+    r = r == TT_INVALID ? v : tt_b_binary(b, "multiply", r, v);
+  }
+  return r;
+}
+
+static tt_val back_to_in(tt_builder *b, tt_val x, const tt_tensor_ref *like, const int64_t *sp) {
+  if (like->ndim == 5) return x;
+  int64_t d[4] = {like->sizes[0], sp[0], sp[1], sp[2]};
+  return tt_b_reshape(b, x, 4, d);
+}
+
+/* avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+ * divisor_override) */
+static tt_error *lower_avg_pool3d(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0);
+  tt_dtype dt = xr->dtype;
+  if (dt != TT_F32 && dt != TT_F64 && dt != TT_I64)
+    return tt_lc_decline(c, "dtype"); /* CPU: float, double, long */
+  pool3_params pp;
+  TT_TRY(read_avg3(c, xr, 1, &pp));
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype acc = avg_acc(dt);
+  tt_val x = as5d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
+  tt_shape xs = tt_b_shape(b, x);
+  int64_t win[5] = {1, 1}, st[5] = {1, 1}, lo[5] = {0, 0}, hi[5] = {0, 0};
+  for (int i = 0; i < 3; i++) {
+    win[2 + i] = pp.k[i];
+    st[2 + i] = pp.s[i];
+    lo[2 + i] = pp.p[i];
+    int64_t need = (pp.out[i] - 1) * pp.s[i] + pp.k[i] - pp.in[i] - pp.p[i];
+    hi[2 + i] = need > 0 ? need : 0;
+  }
+  tt_val sum = window_sum(b, x, win, st, lo, hi);
+  int64_t od[5] = {xs.dims[0], xs.dims[1], pp.out[0], pp.out[1], pp.out[2]}, z5[5] = {0};
+  sum = tt_b_slice(b, sum, z5, od, NULL);
+  tt_val r = tt_b_binary(b, "divide", sum, avg3_divisor(b, &pp, acc, od));
+  tt_lc_output(c, tt_b_convert(b, back_to_in(b, r, xr, pp.out), dt));
+  return NULL;
+}
+
+/* avg_pool3d_backward(grad_output, self, kernel_size, stride, padding,
+ * ceil_mode, count_include_pad, divisor_override) */
+static tt_error *lower_avg_pool3d_backward(tt_lower_ctx *c) {
   if (!is_tensor(c, 0) || !is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
   const tt_tensor_ref *gr = tt_lc_ref(c, 0), *xr = tt_lc_ref(c, 1);
   tt_dtype dt = xr->dtype;
-  if (!is_float(dt) || gr->dtype != dt) return tt_lc_decline(c, "dtype");
-  if ((xr->ndim != 3 && xr->ndim != 4) || gr->ndim != xr->ndim) return tt_lc_decline(c, "rank");
-  for (int i = 0; i < xr->ndim - 2; i++)
-    if (gr->sizes[i] != xr->sizes[i]) return tt_lc_decline(c, "shapes");
-  int64_t OH = gr->sizes[gr->ndim - 2], OW = gr->sizes[gr->ndim - 1];
-  int64_t H = xr->sizes[xr->ndim - 2], W = xr->sizes[xr->ndim - 1];
-  if (OH <= 0 || OW <= 0 || OH > 4096 || OW > 4096 || H == 0 || W == 0)
-    return tt_lc_decline(c, "sizes");
+  if ((dt != TT_F32 && dt != TT_F64) || gr->dtype != dt) return tt_lc_decline(c, "dtype");
+  pool3_params pp;
+  TT_TRY(read_avg3(c, xr, 2, &pp));
+  if (gr->ndim != xr->ndim) return tt_lc_decline(c, "shapes");
+  for (int i = 0; i < xr->ndim; i++) {
+    int64_t want = i < xr->ndim - 3 ? xr->sizes[i] : pp.out[i - (xr->ndim - 3)];
+    if (gr->sizes[i] != want) return tt_lc_decline(c, "shapes");
+  }
   tt_builder *b = tt_lc_builder(c);
   tt_dtype acc = acc_dtype(dt);
-  tt_val g = as4d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
-  tt_val ch, cw;
-  tt_val A = adaptive_matrix(b, OH, H, acc, &ch), B = adaptive_matrix(b, OW, W, acc, &cw);
+  tt_val g = as5d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
   tt_shape gs = tt_b_shape(b, g);
-  tt_val cnt = tt_b_binary(b, "multiply", bcast_dim(b, ch, 4, gs.dims, 2), bcast_dim(b, cw, 4, gs.dims, 3));
-  g = tt_b_binary(b, "divide", g, cnt);
-  tt_val r = sandwich(b, g, A, B, true);
-  tt_lc_output(c, tt_b_convert(b, back_to(b, r, xr, H, W), dt));
+  g = tt_b_binary(b, "divide", g, avg3_divisor(b, &pp, acc, gs.dims));
+  int64_t lo[5] = {0}, in[5] = {0}, win[5] = {1, 1}, one[5] = {1, 1, 1, 1, 1}, z[5] = {0};
+  for (int i = 0; i < 3; i++) {
+    lo[2 + i] = pp.k[i] - 1;
+    in[2 + i] = pp.s[i] - 1;
+    win[2 + i] = pp.k[i];
+  }
+  g = tt_b_pad(b, g, tt_b_constant(b, acc, 0), lo, lo, in);
+  tt_val full = window_sum(b, g, win, one, z, z);
+  tt_shape fs = tt_b_shape(b, full);
+  int64_t plo[5] = {0}, phi[5] = {0};
+  for (int i = 0; i < 3; i++) {
+    plo[2 + i] = -pp.p[i];
+    phi[2 + i] = pp.in[i] + pp.p[i] - fs.dims[2 + i];
+  }
+  full = tt_b_pad(b, full, tt_b_constant(b, acc, 0), plo, phi, z);
+  tt_lc_output(c, tt_b_convert(b, back_to_in(b, full, xr, pp.in), dt));
+  return NULL;
+}
+
+/* ====================================================== 3-d max pooling */
+
+typedef struct {
+  int64_t k[3], s[3], p[3], d[3], in[3], out[3];
+} mpool3_params;
+
+/* kernel_size, stride, padding, dilation, ceil_mode from arg `first`. */
+static tt_error *read_max3(tt_lower_ctx *c, const tt_tensor_ref *x, int first, mpool3_params *pp) {
+  if (x->ndim != 4 && x->ndim != 5) return tt_lc_decline(c, "input rank");
+  for (int i = 0; i < x->ndim; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t v[TT_MAX_DIMS];
+  int64_t *dst[4] = {pp->k, pp->s, pp->p, pp->d};
+  for (int a = 0; a < 4; a++) {
+    int n = tt_lc_int_list(c, first + a, v, TT_MAX_DIMS);
+    if (a == 1 && n <= 0) {
+      for (int i = 0; i < 3; i++) pp->s[i] = pp->k[i];
+      continue;
+    }
+    if (n != 1 && n != 3) return tt_lc_decline(c, "pooling parameter %d", a);
+    for (int i = 0; i < 3; i++) dst[a][i] = v[n == 1 ? 0 : i];
+  }
+  bool ceil = tt_lc_bool(c, first + 4, false);
+  int64_t taps = 1;
+  for (int i = 0; i < 3; i++) {
+    if (pp->k[i] <= 0 || pp->s[i] <= 0 || pp->d[i] <= 0 || pp->p[i] < 0 || pp->p[i] > pp->k[i] / 2)
+      return tt_lc_decline(c, "invalid pooling parameters");
+    pp->in[i] = x->sizes[x->ndim - 3 + i];
+    pp->out[i] = pool_out(pp->in[i], pp->k[i], pp->p[i], pp->s[i], pp->d[i], ceil);
+    if (pp->out[i] <= 0) return tt_lc_decline(c, "output size too small");
+    taps *= pp->k[i];
+  }
+  if (taps > 343) return tt_lc_decline(c, "kernel too large");
+  return NULL;
+}
+
+/* max_pool3d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode) */
+static tt_error *lower_max_pool3d(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0);
+  tt_dtype dt = xr->dtype;
+  if (dt == TT_BOOL || !matmul_dtype_ok(dt)) return tt_lc_decline(c, "dtype");
+  mpool3_params pp;
+  TT_TRY(read_max3(c, xr, 1, &pp));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = as5d(b, tt_lc_tensor(c, 0));
+  tt_shape xs = tt_b_shape(b, x);
+  int64_t lo[5] = {0}, hi[5] = {0}, z[5] = {0};
+  for (int i = 0; i < 3; i++) {
+    lo[2 + i] = pp.p[i];
+    int64_t need = (pp.out[i] - 1) * pp.s[i] + (pp.k[i] - 1) * pp.d[i] + 1 - pp.in[i] - pp.p[i];
+    hi[2 + i] = need > 0 ? need : 0;
+  }
+  tt_val lowest = dt == TT_I64 ? tt_b_constant_int(b, dt, INT64_MIN)
+                               : tt_b_constant(b, dt, tt_dtype_lowest(dt));
+  tt_val xp = tt_b_pad(b, x, lowest, lo, hi, z);
+  int64_t od[5] = {xs.dims[0], xs.dims[1], pp.out[0], pp.out[1], pp.out[2]};
+  tt_shape is = tt_shape_make(TT_I64, 5, od);
+  tt_val best = TT_INVALID, idx = TT_INVALID, have = TT_INVALID;
+  tt_val io[3];
+  for (int i = 0; i < 3; i++) io[i] = tt_b_iota(b, is, 2 + i);
+  int64_t t[3];
+  for (t[0] = 0; t[0] < pp.k[0]; t[0]++)
+    for (t[1] = 0; t[1] < pp.k[1]; t[1]++)
+      for (t[2] = 0; t[2] < pp.k[2]; t[2]++) {
+        int64_t st[5] = {0}, li[5] = {od[0], od[1]}, sd[5] = {1, 1};
+        tt_val flat = TT_INVALID, valid = TT_INVALID;
+        for (int i = 0; i < 3; i++) {
+          st[2 + i] = t[i] * pp.d[i];
+          li[2 + i] = st[2 + i] + (pp.out[i] - 1) * pp.s[i] + 1;
+          sd[2 + i] = pp.s[i];
+          tt_val pos = tt_b_binary(b, "add", tt_b_binary(b, "multiply", io[i], tt_b_full(b, is, (double)pp.s[i])),
+                                   tt_b_full(b, is, (double)(t[i] * pp.d[i] - pp.p[i])));
+          flat = flat == TT_INVALID ? pos
+                                    : tt_b_binary(b, "add", tt_b_binary(b, "multiply", flat,
+                                                                        tt_b_full(b, is, (double)pp.in[i])),
+                                                  pos);
+          bool ok = t[i] * pp.d[i] - pp.p[i] >= 0 &&
+                    (pp.out[i] - 1) * pp.s[i] + t[i] * pp.d[i] - pp.p[i] < pp.in[i];
+          if (!ok) {
+            tt_val vi = tt_b_binary(b, "and", tt_b_compare(b, "GE", pos, tt_b_full(b, is, 0)),
+                                    tt_b_compare(b, "LT", pos, tt_b_full(b, is, (double)pp.in[i])));
+            valid = valid == TT_INVALID ? vi : tt_b_binary(b, "and", valid, vi);
+          }
+        }
+        tt_val v = tt_b_slice(b, xp, st, li, sd);
+        tt_shape bs = tt_shape_make(TT_BOOL, 5, od);
+        if (best == TT_INVALID) {
+          /* CPU starts from the first in-bounds position of each window */
+          best = v;
+          idx = flat;
+          have = valid == TT_INVALID ? tt_b_full(b, bs, 1) : valid;
+          continue;
+        }
+        tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
+        upd = tt_b_binary(b, "or", upd, tt_b_unary(b, "not", have));
+        if (valid != TT_INVALID) {
+          upd = tt_b_binary(b, "and", upd, valid);
+          have = tt_b_binary(b, "or", have, valid);
+        } else {
+          have = tt_b_full(b, bs, 1);
+        }
+        best = tt_b_select(b, upd, v, best);
+        idx = tt_b_select(b, upd, flat, idx);
+      }
+  tt_lc_output(c, back_to_in(b, best, xr, pp.out));
+  tt_lc_output(c, back_to_in(b, idx, xr, pp.out));
+  return NULL;
+}
+
+/* max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride,
+ * padding, dilation, ceil_mode, indices) */
+static tt_error *lower_max_pool3d_backward(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0) || !is_tensor(c, 1) || !is_tensor(c, 7))
+    return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *gr = tt_lc_ref(c, 0), *xr = tt_lc_ref(c, 1), *ir = tt_lc_ref(c, 7);
+  tt_dtype dt = xr->dtype;
+  if (!is_float(dt) || gr->dtype != dt || ir->dtype != TT_I64) return tt_lc_decline(c, "dtype");
+  mpool3_params pp;
+  TT_TRY(read_max3(c, xr, 2, &pp));
+  if (gr->ndim != xr->ndim || ir->ndim != xr->ndim) return tt_lc_decline(c, "shapes");
+  for (int i = 0; i < xr->ndim; i++) {
+    int64_t want = i < xr->ndim - 3 ? xr->sizes[i] : pp.out[i - (xr->ndim - 3)];
+    if (gr->sizes[i] != want || ir->sizes[i] != want) return tt_lc_decline(c, "shapes");
+  }
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype acc = acc_dtype(dt);
+  tt_val g = as5d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
+  tt_val ix = as5d(b, tt_lc_tensor(c, 7));
+  tt_shape gs = tt_b_shape(b, g);
+  int64_t N = gs.dims[0], C = gs.dims[1], plane = pp.in[0] * pp.in[1] * pp.in[2];
+  int64_t nout = tt_shape_numel(&gs), total = N * C * plane;
+  tt_shape is = tt_shape_make(TT_I64, 5, gs.dims);
+  tt_val pl = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)C)),
+                          tt_b_iota(b, is, 1));
+  tt_val lin = tt_b_binary(b, "add", tt_b_binary(b, "multiply", pl, tt_b_full(b, is, (double)plane)), ix);
+  int64_t idims[2] = {nout, 1};
+  lin = tt_b_reshape(b, lin, 2, idims);
+  tt_val upd = tt_b_reshape(b, g, 1, &nout);
+  tt_val base = tt_b_full(b, tt_shape_make(acc, 1, &total), 0);
+  char region[600];
+  tt_b_region_binary(region, sizeof region, acc, "add");
+  const char *attrs =
+      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+      "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "
+      "unique_indices = false";
+  tt_val ins[3] = {base, lin, upd}, r;
+  tt_shape out = tt_shape_make(acc, 1, &total);
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  int64_t d5[5] = {N, C, pp.in[0], pp.in[1], pp.in[2]};
+  r = tt_b_reshape(b, r, 5, d5);
+  tt_lc_output(c, tt_b_convert(b, back_to_in(b, r, xr, pp.in), dt));
+  return NULL;
+}
+
+/* ====================================================== cholesky, triangular solve */
+
+/* x [..., n, n] restricted to its lower (or upper) triangle; the diagonal
+ * set to 1 when unit. */
+static tt_val tri_mask(tt_builder *b, tt_val x, bool lower, bool unit) {
+  tt_shape s = tt_b_shape(b, x);
+  tt_shape is = s;
+  is.dtype = TT_I64;
+  tt_val r = tt_b_iota(b, is, s.ndim - 2), col = tt_b_iota(b, is, s.ndim - 1);
+  tt_val keep = tt_b_compare(b, lower ? "GE" : "LE", r, col);
+  x = tt_b_select(b, keep, x, tt_b_full(b, s, 0));
+  if (unit) x = tt_b_select(b, tt_b_compare(b, "EQ", r, col), tt_b_full(b, s, 1), x);
+  return x;
+}
+
+/* swaps the last two dims */
+static tt_val mT(tt_builder *b, tt_val x) {
+  int nd = tt_b_ndim(b, x);
+  int64_t perm[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) perm[i] = i;
+  perm[nd - 2] = nd - 1;
+  perm[nd - 1] = nd - 2;
+  return tt_b_transpose(b, x, perm);
+}
+
+/* linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False) */
+static tt_error *lower_linalg_solve_triangular(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0) || !is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *ar = tt_lc_ref(c, 0), *br = tt_lc_ref(c, 1);
+  tt_dtype dt = ar->dtype;
+  if (br->dtype != dt || (dt != TT_F32 && dt != TT_F64)) return tt_lc_decline(c, "dtype");
+  if (ar->ndim < 2 || br->ndim < 2) return tt_lc_decline(c, "rank");
+  bool upper = tt_lc_bool(c, 2, false), left = tt_lc_bool(c, 3, true),
+       unit = tt_lc_bool(c, 4, false);
+  int64_t n = ar->sizes[ar->ndim - 1];
+  if (ar->sizes[ar->ndim - 2] != n) return tt_lc_decline(c, "A not square");
+  int64_t m0 = br->sizes[br->ndim - 2], m1 = br->sizes[br->ndim - 1];
+  if ((left ? m0 : m1) != n) return tt_lc_decline(c, "shape mismatch");
+  if (n == 0 || m0 == 0 || m1 == 0) return tt_lc_decline(c, "empty");
+  int nb;
+  int64_t batch[TT_MAX_DIMS];
+  if (!tt_broadcast_dims(ar->ndim - 2, ar->sizes, br->ndim - 2, br->sizes, &nb, batch))
+    return tt_lc_decline(c, "batch shapes");
+  tt_builder *b = tt_lc_builder(c);
+  int64_t ad[TT_MAX_DIMS], bd[TT_MAX_DIMS];
+  memcpy(ad, batch, sizeof(int64_t) * (size_t)nb);
+  memcpy(bd, batch, sizeof(int64_t) * (size_t)nb);
+  ad[nb] = ad[nb + 1] = n;
+  bd[nb] = m0;
+  bd[nb + 1] = m1;
+  tt_val a = tt_b_broadcast_to(b, tt_lc_tensor(c, 0), nb + 2, ad);
+  tt_val bb = tt_b_broadcast_to(b, tt_lc_tensor(c, 1), nb + 2, bd);
+  a = tri_mask(b, a, !upper, unit);
+  char attrs[200];
+  snprintf(attrs, sizeof attrs,
+           "left_side = %s, lower = %s, unit_diagonal = %s, "
+           "transpose_a = #stablehlo<transpose NO_TRANSPOSE>",
+           left ? "true" : "false", upper ? "false" : "true", unit ? "true" : "false");
+  tt_val ins[2] = {a, bb};
+  tt_lc_output(c, tt_b_op(b, "stablehlo.triangular_solve", ins, 2, attrs, tt_b_shape(b, bb)));
+  return NULL;
+}
+
+/* linalg_cholesky_ex(self, *, upper=False, check_errors=False) -> (L, info).
+ * info (the order of the first leading minor that is not positive-definite,
+ * 0 if none) comes from factoring every leading minor at once: a batch of n
+ * matrices, minor k padded with the identity, factored with one cholesky;
+ * the first non-finite factor gives info. L is the last one. Limited to
+ * small n (the batch costs n times the work). Where the matrix is not
+ * positive-definite, L holds NaNs (CPU leaves a partial factor). */
+static tt_error *lower_linalg_cholesky_ex(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *ar = tt_lc_ref(c, 0);
+  tt_dtype dt = ar->dtype;
+  if (dt != TT_F32 && dt != TT_F64) return tt_lc_decline(c, "dtype");
+  if (ar->ndim < 2 || ar->ndim + 1 > TT_MAX_DIMS) return tt_lc_decline(c, "rank");
+  int nd = ar->ndim;
+  int64_t n = ar->sizes[nd - 1];
+  if (ar->sizes[nd - 2] != n) return tt_lc_decline(c, "not square");
+  if (n == 0 || n > 64) return tt_lc_decline(c, "size %" PRId64, n);
+  if (tt_lc_bool(c, 2, false)) return tt_lc_decline(c, "check_errors");
+  bool upper = tt_lc_bool(c, 1, false);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val a = tt_lc_tensor(c, 0);
+  if (upper) a = mT(b, a);
+  tt_shape as = tt_b_shape(b, a), ais = as;
+  ais.dtype = TT_I64;
+  tt_val lowp = tt_b_compare(b, "GE", tt_b_iota(b, ais, nd - 2), tt_b_iota(b, ais, nd - 1));
+  a = tt_b_select(b, lowp, a, mT(b, a)); /* symmetric, from the lower triangle */
+  /* batch [..., k, n, n]: minor of order k+1 padded with the identity */
+  int nb = nd - 2, n5 = nd + 1;
+  int64_t bd[TT_MAX_DIMS], map[TT_MAX_DIMS];
+  for (int i = 0; i < nb; i++) bd[i] = as.dims[i], map[i] = i;
+  bd[nb] = n, bd[nb + 1] = n, bd[nb + 2] = n;
+  map[nb] = nb + 1, map[nb + 1] = nb + 2;
+  tt_val ab = tt_b_broadcast_in_dim(b, a, n5, bd, map);
+  tt_shape bis = tt_shape_make(TT_I64, n5, bd), bfs = tt_shape_make(dt, n5, bd);
+  tt_val kk = tt_b_iota(b, bis, nb), ii = tt_b_iota(b, bis, nb + 1), jj = tt_b_iota(b, bis, nb + 2);
+  tt_val inside = tt_b_binary(b, "and", tt_b_compare(b, "LE", ii, kk), tt_b_compare(b, "LE", jj, kk));
+  tt_val eye = tt_b_select(b, tt_b_compare(b, "EQ", ii, jj), tt_b_full(b, bfs, 1), tt_b_full(b, bfs, 0));
+  ab = tt_b_select(b, inside, ab, eye);
+  tt_val lb = tt_b_op(b, "stablehlo.cholesky", &ab, 1, "lower = true", bfs);
+  lb = tri_mask(b, lb, true, false);
+  /* finite per minor: all |x| < inf */
+  tt_val fin = tt_b_compare(b, "LT", tt_b_unary(b, "abs", lb), tt_b_full(b, bfs, INFINITY));
+  tt_val finf = tt_b_select(b, fin, tt_b_full(b, bfs, 0), tt_b_full(b, bfs, 1));
+  int64_t last2[2] = {nb + 1, nb + 2};
+  tt_val badk = tt_b_reduce(b, finf, tt_b_constant(b, dt, 0), last2, 2, "add"); /* [..., n] */
+  tt_shape ks = tt_b_shape(b, badk), kis = ks;
+  kis.dtype = TT_I32;
+  tt_val pos = tt_b_binary(b, "add", tt_b_iota(b, kis, nb), tt_b_full(b, kis, 1));
+  pos = tt_b_select(b, tt_b_compare(b, "GT", badk, tt_b_full(b, ks, 0)), pos,
+                    tt_b_full(b, kis, (double)(n + 1)));
+  int64_t kd[1] = {nb};
+  tt_val first = tt_b_reduce(b, pos, tt_b_constant(b, TT_I32, (double)(n + 1)), kd, 1, "minimum");
+  tt_shape fs = tt_b_shape(b, first);
+  tt_val info = tt_b_select(b, tt_b_compare(b, "EQ", first, tt_b_full(b, fs, (double)(n + 1))),
+                            tt_b_full(b, fs, 0), first);
+  int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
+  for (int i = 0; i < n5; i++) li[i] = bd[i];
+  st[nb] = n - 1;
+  tt_val l = tt_b_reshape(b, tt_b_slice(b, lb, st, li, NULL), nd, as.dims);
+  tt_lc_output(c, upper ? mT(b, l) : l);
+  tt_lc_output(c, info);
+  return NULL;
+}
+
+/* ====================================================== diag_embed */
+
+/* diag_embed(self, offset=0, dim1=-2, dim2=-1) */
+static tt_error *lower_diag_embed(tt_lower_ctx *c) {
+  if (!is_tensor(c, 0)) return tt_lc_decline(c, "not a device tensor");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0);
+  if (xr->ndim < 1 || xr->ndim + 1 > TT_MAX_DIMS) return tt_lc_decline(c, "rank");
+  int nd = xr->ndim + 1;
+  int64_t off = tt_lc_int(c, 1, 0);
+  int64_t d1 = tt_wrap_dim(c, tt_lc_int(c, 2, -2), nd);
+  if (d1 < 0) return tt_b_take_error(tt_lc_builder(c));
+  int64_t d2 = tt_wrap_dim(c, tt_lc_int(c, 3, -1), nd);
+  if (d2 < 0) return tt_b_take_error(tt_lc_builder(c));
+  if (d1 == d2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "diagonal dimensions cannot be identical %" PRId64 ", %" PRId64,
+                      tt_lc_int(c, 2, -2), tt_lc_int(c, 3, -1));
+  int64_t n = xr->sizes[xr->ndim - 1], m = n + (off < 0 ? -off : off);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_lc_tensor(c, 0);
+  if (m != n) {
+    int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0}, in[TT_MAX_DIMS] = {0};
+    hi[xr->ndim - 1] = m - n;
+    x = tt_b_pad(b, x, tt_b_constant(b, xr->dtype, 0), lo, hi, in);
+  }
+  int64_t od[TT_MAX_DIMS], map[TT_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < nd; i++) {
+    if (i == d1 || i == d2) {
+      od[i] = m;
+    } else {
+      od[i] = xr->sizes[k];
+      map[k++] = i;
+    }
+  }
+  map[k] = off >= 0 ? d1 : d2;
+  tt_val xb = tt_b_broadcast_in_dim(b, x, nd, od, map);
+  tt_shape is = tt_shape_make(TT_I64, nd, od);
+  tt_val diff = tt_b_binary(b, "subtract", tt_b_iota(b, is, (int)d2), tt_b_iota(b, is, (int)d1));
+  tt_val on = tt_b_compare(b, "EQ", diff, tt_b_full(b, is, (double)off));
+  tt_lc_output(c, tt_b_select(b, on, xb, tt_b_full(b, tt_shape_make(xr->dtype, nd, od), 0)));
   return NULL;
 }
 
@@ -983,8 +1429,16 @@ TT_LOWERINGS(linalg) = {
      {"max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward.grad_input"}},
     {lower_avg_pool2d, {"avg_pool2d", "avg_pool2d.out"}},
     {lower_avg_pool2d_backward, {"avg_pool2d_backward", "avg_pool2d_backward.grad_input"}},
-    {lower_adaptive_avg_pool2d, {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"}},
-    {lower_adaptive_avg_pool2d_backward,
-     {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out"}},
+    {lower_trace, {"trace", "trace.out"}},
+    {lower_linalg_cross, {"linalg_cross", "linalg_cross.out"}},
+    {lower_avg_pool3d, {"avg_pool3d", "avg_pool3d.out"}},
+    {lower_avg_pool3d_backward, {"avg_pool3d_backward", "avg_pool3d_backward.grad_input"}},
+    {lower_max_pool3d, {"max_pool3d_with_indices", "max_pool3d_with_indices.out"}},
+    {lower_max_pool3d_backward,
+     {"max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward.grad_input"}},
+    {lower_linalg_solve_triangular,
+     {"linalg_solve_triangular", "linalg_solve_triangular.out"}},
+    {lower_linalg_cholesky_ex, {"linalg_cholesky_ex", "linalg_cholesky_ex.L"}},
+    {lower_diag_embed, {"diag_embed", "diag_embed.out"}},
     {NULL, {NULL}},
 };

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/common.h"
@@ -940,6 +941,1090 @@ static tt_error *lower_smooth_l1_loss_backward(tt_lower_ctx *c) {
   return huber_like_backward(c, true);
 }
 
+/* ------------------------------------------------------------ padding */
+
+/* x restricted to [start, end) along dim d. */
+static tt_val slice_dim(tt_builder *b, tt_val x, int d, int64_t start, int64_t end) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
+  for (int i = 0; i < s.ndim; i++) li[i] = s.dims[i];
+  st[d] = start;
+  li[d] = end;
+  return tt_b_slice(b, x, st, li, NULL);
+}
+
+static tt_val reverse_dim(tt_builder *b, tt_val x, int d) {
+  char attrs[64];
+  snprintf(attrs, sizeof attrs, "dimensions = array<i64: %d>", d);
+  return tt_b_op(b, "stablehlo.reverse", &x, 1, attrs, tt_b_shape(b, x));
+}
+
+/* Zero padding of lo/hi elements along dim d. */
+static tt_val zpad_dim(tt_builder *b, tt_val x, int d, int64_t lo, int64_t hi) {
+  int nd = tt_b_ndim(b, x);
+  int64_t l[TT_MAX_DIMS] = {0}, h[TT_MAX_DIMS] = {0}, in[TT_MAX_DIMS] = {0};
+  l[d] = lo;
+  h[d] = hi;
+  (void)nd;
+  return tt_b_pad(b, x, cst(b, x, 0), l, h, in);
+}
+
+/* x with dim d (of size 1) broadcast to n. */
+static tt_val repeat_dim(tt_builder *b, tt_val x, int d, int64_t n) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t map[TT_MAX_DIMS];
+  for (int i = 0; i < s.ndim; i++) map[i] = i;
+  s.dims[d] = n;
+  return tt_b_broadcast_in_dim(b, x, s.ndim, s.dims, map);
+}
+
+static tt_val take_dim(tt_builder *b, tt_val x, int d, const int64_t *idx, int64_t n);
+static tt_val put_add_dim(tt_builder *b, tt_val g, int d, const int64_t *idx, int64_t n,
+                          int64_t m);
+
+/* Padding with some negative amounts: every output position reads one
+ * input position (static indices), so a gather per dim (backward: the
+ * scatter-add transpose). */
+static tt_error *pad_gather(tt_lower_ctx *c, int k, bool reflect, bool backward,
+                            const int64_t *pad, const int64_t *odims) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, backward ? 1 : 0);
+  int nd = x->ndim;
+  if (backward) {
+    const tt_tensor_ref *g = tt_lc_ref(c, 0);
+    if (!g || !g->storage || g->dtype != x->dtype || !shape_is(g, nd, odims))
+      return tt_lc_decline(c, "grad_output shape/dtype");
+  }
+  int64_t maxo = 0;
+  for (int i = 0; i < nd; i++) maxo = odims[i] > maxo ? odims[i] : maxo;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)maxo);
+  if (!idx) return tt_lc_decline(c, "out of host memory");
+  tt_dtype acc = backward ? opmath(x->dtype) : x->dtype;
+  tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  for (int j = 0; j < k; j++) {
+    int d = nd - 1 - j;
+    int64_t l = pad[2 * j], n = x->sizes[d], on = odims[d];
+    for (int64_t o = 0; o < on; o++) {
+      int64_t i = o - l;
+      if (reflect) {
+        if (i < 0) i = -i;
+        if (i >= n) i = 2 * (n - 1) - i;
+      } else {
+        i = i < 0 ? 0 : (i >= n ? n - 1 : i);
+      }
+      if (i < 0 || i >= n) {
+        free(idx);
+        return tt_lc_decline(c, "padding out of range");
+      }
+      idx[o] = i;
+    }
+    v = backward ? put_add_dim(b, v, d, idx, on, n) : take_dim(b, v, d, idx, on);
+  }
+  free(idx);
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
+/* reflection_padNd / replication_padNd(self, padding[2*k]) and their
+ * backwards (grad_output, self, padding). padding lists the last dim first. */
+static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
+  tt_builder *b = tt_lc_builder(c);
+  int si = backward ? 1 : 0;
+  const tt_tensor_ref *x = tt_lc_ref(c, si);
+  if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
+  if (x->dtype == TT_BOOL)
+    return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
+  if (backward && !is_float_dt(x->dtype)) return tt_lc_decline(c, "non-float backward");
+  int64_t pad[6];
+  int np = tt_lc_int_list(c, si + 1, pad, 6);
+  if (np != 2 * k)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "padding size is expected to be %d, but got: %d",
+                      2 * k, np);
+  int nd = x->ndim;
+  if (nd != k + 1 && nd != k + 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected %dD or %dD (batch mode) tensor with possibly 0 batch size and "
+                      "other non-zero dimensions for input, but got: %dD", k + 1, k + 2, nd);
+  for (int i = 0; i < nd; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t odims[TT_MAX_DIMS];
+  bool negative = false;
+  for (int i = 0; i < nd; i++) odims[i] = x->sizes[i];
+  for (int j = 0; j < k; j++) {
+    int d = nd - 1 - j;
+    int64_t l = pad[2 * j], r = pad[2 * j + 1], n = x->sizes[d];
+    if (n + l + r <= 0) return tt_lc_decline(c, "empty output");
+    if (l < 0 || r < 0) negative = true;
+    if (reflect && (l >= n || r >= n))
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                        "Argument #4: Padding size should be less than the corresponding input "
+                        "dimension, but got: padding (%" PRId64 ", %" PRId64 ") at dimension %d "
+                        "of input %dD", l, r, d, nd);
+    odims[d] = n + l + r;
+  }
+  if (negative) return pad_gather(c, k, reflect, backward, pad, odims);
+  if (!backward) {
+    tt_val v = tt_lc_tensor(c, 0);
+    for (int j = 0; j < k; j++) {
+      int d = nd - 1 - j;
+      int64_t l = pad[2 * j], r = pad[2 * j + 1], n = x->sizes[d];
+      tt_val parts[3];
+      int m = 0;
+      if (l > 0)
+        parts[m++] = reflect ? reverse_dim(b, slice_dim(b, v, d, 1, l + 1), d)
+                             : repeat_dim(b, slice_dim(b, v, d, 0, 1), d, l);
+      parts[m++] = v;
+      if (r > 0)
+        parts[m++] = reflect ? reverse_dim(b, slice_dim(b, v, d, n - 1 - r, n - 1), d)
+                             : repeat_dim(b, slice_dim(b, v, d, n - 1, n), d, r);
+      v = tt_b_concat(b, parts, m, d);
+    }
+    tt_lc_output(c, v);
+    return NULL;
+  }
+  const tt_tensor_ref *g = tt_lc_ref(c, 0);
+  if (!g || !g->storage || g->dtype != x->dtype || !shape_is(g, nd, odims))
+    return tt_lc_decline(c, "grad_output shape/dtype");
+  tt_dtype acc = opmath(x->dtype);
+  tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  for (int j = 0; j < k; j++) {
+    int d = nd - 1 - j;
+    int64_t l = pad[2 * j], r = pad[2 * j + 1], n = x->sizes[d];
+    tt_val gi = slice_dim(b, v, d, l, l + n);
+    if (l > 0) {
+      tt_val lp = slice_dim(b, v, d, 0, l);
+      if (reflect) {
+        lp = zpad_dim(b, reverse_dim(b, lp, d), d, 1, n - 1 - l);
+      } else {
+        int64_t rd[1] = {d};
+        tt_shape ks = tt_b_shape(b, lp);
+        ks.dims[d] = 1;
+        lp = zpad_dim(b, tt_b_reshape(b, rsum(b, lp, rd, 1), ks.ndim, ks.dims), d, 0, n - 1);
+      }
+      gi = add(b, gi, lp);
+    }
+    if (r > 0) {
+      tt_val rp = slice_dim(b, v, d, l + n, l + n + r);
+      if (reflect) {
+        rp = zpad_dim(b, reverse_dim(b, rp, d), d, n - 1 - r, 1);
+      } else {
+        int64_t rd[1] = {d};
+        tt_shape ks = tt_b_shape(b, rp);
+        ks.dims[d] = 1;
+        rp = zpad_dim(b, tt_b_reshape(b, rsum(b, rp, rd, 1), ks.ndim, ks.dims), d, n - 1, 0);
+      }
+      gi = add(b, gi, rp);
+    }
+    v = gi;
+  }
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
+static tt_error *lower_reflection_pad1d(tt_lower_ctx *c) { return pad_impl(c, 1, true, false); }
+static tt_error *lower_reflection_pad2d(tt_lower_ctx *c) { return pad_impl(c, 2, true, false); }
+static tt_error *lower_reflection_pad3d(tt_lower_ctx *c) { return pad_impl(c, 3, true, false); }
+static tt_error *lower_replication_pad1d(tt_lower_ctx *c) { return pad_impl(c, 1, false, false); }
+static tt_error *lower_replication_pad2d(tt_lower_ctx *c) { return pad_impl(c, 2, false, false); }
+static tt_error *lower_replication_pad3d(tt_lower_ctx *c) { return pad_impl(c, 3, false, false); }
+static tt_error *lower_reflection_pad1d_bw(tt_lower_ctx *c) { return pad_impl(c, 1, true, true); }
+static tt_error *lower_reflection_pad2d_bw(tt_lower_ctx *c) { return pad_impl(c, 2, true, true); }
+static tt_error *lower_reflection_pad3d_bw(tt_lower_ctx *c) { return pad_impl(c, 3, true, true); }
+static tt_error *lower_replication_pad1d_bw(tt_lower_ctx *c) { return pad_impl(c, 1, false, true); }
+static tt_error *lower_replication_pad2d_bw(tt_lower_ctx *c) { return pad_impl(c, 2, false, true); }
+static tt_error *lower_replication_pad3d_bw(tt_lower_ctx *c) { return pad_impl(c, 3, false, true); }
+
+/* ------------------------------------------------------------ upsampling */
+
+/* Static 1-D constant (i64 indices, or float weights printed exactly). */
+static tt_val const_vec_dt(tt_builder *b, tt_dtype dt, const double *v, const int64_t *iv,
+                           int64_t n) {
+  size_t cap = (size_t)n * 32 + 128, off = 0;
+  char *attrs = malloc(cap);
+  if (!attrs) return tt_b_fail(b, TT_ERR_OUT_OF_MEMORY, "out of host memory");
+  off += (size_t)snprintf(attrs + off, cap - off, "value = dense<[");
+  for (int64_t i = 0; i < n; i++) {
+    if (iv)
+      off += (size_t)snprintf(attrs + off, cap - off, "%s%" PRId64, i ? ", " : "", iv[i]);
+    else
+      off += (size_t)snprintf(attrs + off, cap - off, "%s%.17e", i ? ", " : "", v[i]);
+  }
+  tt_shape s = tt_shape_make(dt, 1, &n);
+  char ty[64];
+  tt_shape_print(&s, ty, sizeof ty);
+  snprintf(attrs + off, cap - off, "]> : %s", ty);
+  tt_val r = tt_b_op(b, "stablehlo.constant", NULL, 0, attrs, s);
+  free(attrs);
+  return r;
+}
+
+/* x with dim d replaced by x[idx[0..n)] along d (static indices). */
+static tt_val take_dim(tt_builder *b, tt_val x, int d, const int64_t *idx, int64_t n) {
+  tt_shape s = tt_b_shape(b, x), out = s;
+  out.dims[d] = n;
+  int64_t n1[2] = {n, 1};
+  tt_val ix = tt_b_reshape(b, const_vec_dt(b, TT_I64, NULL, idx, n), 2, n1);
+  char offs[200], ss[200], attrs[700];
+  int64_t od[TT_MAX_DIMS], sz[TT_MAX_DIMS];
+  int no = 0;
+  for (int i = 0; i < s.ndim; i++) {
+    if (i != d) od[no++] = i;
+    sz[i] = i == d ? 1 : s.dims[i];
+  }
+  tt_fmt_i64_list(offs, sizeof offs, od, no);
+  tt_fmt_i64_array(ss, sizeof ss, sz, s.ndim);
+  snprintf(attrs, sizeof attrs,
+           "dimension_numbers = #stablehlo.gather<offset_dims = %s, collapsed_slice_dims = [%d], "
+           "start_index_map = [%d], index_vector_dim = 1>, slice_sizes = %s, "
+           "indices_are_sorted = false",
+           offs, d, d, ss);
+  tt_val ins[2] = {x, ix};
+  return tt_b_op(b, "stablehlo.gather", ins, 2, attrs, out);
+}
+
+/* Transpose of take_dim: zeros with dim d of size m, g's slices added at idx. */
+static tt_val put_add_dim(tt_builder *b, tt_val g, int d, const int64_t *idx, int64_t n,
+                          int64_t m) {
+  tt_shape s = tt_b_shape(b, g), out = s;
+  out.dims[d] = m;
+  int64_t n1[2] = {n, 1};
+  tt_val ix = tt_b_reshape(b, const_vec_dt(b, TT_I64, NULL, idx, n), 2, n1);
+  char wins[200], attrs[700], region[600];
+  int64_t wd[TT_MAX_DIMS];
+  int nw = 0;
+  for (int i = 0; i < s.ndim; i++)
+    if (i != d) wd[nw++] = i;
+  tt_fmt_i64_list(wins, sizeof wins, wd, nw);
+  snprintf(attrs, sizeof attrs,
+           "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = %s, "
+           "inserted_window_dims = [%d], scatter_dims_to_operand_dims = [%d], "
+           "index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false",
+           wins, d, d);
+  tt_b_region_binary(region, sizeof region, s.dtype, "add");
+  tt_val ins[3] = {tt_b_full(b, out, 0), ix, g}, r = TT_INVALID;
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  return r;
+}
+
+/* CPU's compute_scales_value<float>. */
+static float scales_value_f(bool has, double scale, int64_t in, int64_t out) {
+  return has && scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out;
+}
+
+/* Source index of nearest (exact: nearest-exact) upsampling, as CPU computes it. */
+static int64_t nearest_src(int64_t o, int64_t in, int64_t out, bool has, double scale,
+                           bool exact) {
+  if (!exact) {
+    if (out == in) return o;
+    if (out == 2 * in) return o >> 1;
+  }
+  float sc = scales_value_f(has, scale, in, out);
+  int64_t r = exact ? (int64_t)floorf((float)(((double)o + 0.5) * sc)) : (int64_t)floorf((float)o * sc);
+  return r < in - 1 ? r : in - 1;
+}
+
+/* Linear interpolation indices/weights along one dim (CPU's
+ * compute_source_index_and_lambda, in float or double opmath). */
+static void linear_src(int64_t o, int64_t in, int64_t out, bool align, bool has, double scale,
+                       bool dbl, int64_t *i0, int64_t *i1, double *l0, double *l1) {
+  if (out == in) {
+    *i0 = *i1 = o;
+    *l0 = 1;
+    *l1 = 0;
+    return;
+  }
+  if (dbl) {
+    double sc = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
+                      : (has && scale > 0 ? 1.0 / scale : (double)in / (double)out);
+    double real = align ? sc * (double)o : sc * ((double)o + 0.5) - 0.5;
+    if (!align && real < 0) real = 0;
+    int64_t k = (int64_t)floorf((float)real);
+    if (k > in - 1) k = in - 1;
+    double lam = real - (double)k;
+    lam = lam < 0 ? 0 : (lam > 1 ? 1 : lam);
+    *i0 = k;
+    *i1 = k + (k < in - 1 ? 1 : 0);
+    *l1 = lam;
+    *l0 = 1.0 - lam;
+  } else {
+    float sc = align ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
+                     : scales_value_f(has, scale, in, out);
+    float real = align ? sc * (float)o : sc * ((float)o + 0.5f) - 0.5f;
+    if (!align && real < 0) real = 0;
+    int64_t k = (int64_t)floorf(real);
+    if (k > in - 1) k = in - 1;
+    float lam = real - (float)k;
+    lam = lam < 0 ? 0 : (lam > 1 ? 1 : lam);
+    *i0 = k;
+    *i1 = k + (k < in - 1 ? 1 : 0);
+    *l1 = lam;
+    *l0 = 1.0f - lam;
+  }
+}
+
+/* Bicubic taps along one dim (CPU's cubic source index, A = -0.75, indices
+ * clamped), in float or double opmath. */
+static void cubic_src(int64_t o, int64_t in, int64_t out, bool align, bool has, double scale,
+                      bool dbl, int64_t *idx, double *w) {
+  int64_t k;
+  double t;
+  if (dbl) {
+    double sc = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
+                      : (has && scale > 0 ? 1.0 / scale : (double)in / (double)out);
+    double real = align ? sc * (double)o : sc * ((double)o + 0.5) - 0.5;
+    k = (int64_t)floor(real);
+    if (k > in - 1) k = in - 1;
+    t = real - (double)k;
+    t = t < 0 ? 0 : (t > 1 ? 1 : t);
+    double A = -0.75, x1 = t, x2 = 1.0 - t;
+    w[0] = ((A * (x1 + 1.0) - 5 * A) * (x1 + 1.0) + 8 * A) * (x1 + 1.0) - 4 * A;
+    w[1] = ((A + 2) * x1 - (A + 3)) * x1 * x1 + 1;
+    w[2] = ((A + 2) * x2 - (A + 3)) * x2 * x2 + 1;
+    w[3] = ((A * (x2 + 1.0) - 5 * A) * (x2 + 1.0) + 8 * A) * (x2 + 1.0) - 4 * A;
+  } else {
+    float sc = align ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
+                     : scales_value_f(has, scale, in, out);
+    float real = align ? sc * (float)o : sc * ((float)o + 0.5f) - 0.5f;
+    k = (int64_t)floorf(real);
+    if (k > in - 1) k = in - 1;
+    float tf = real - (float)k;
+    tf = tf < 0 ? 0 : (tf > 1 ? 1 : tf);
+    float A = -0.75f, x1 = tf, x2 = 1.0f - tf, y1 = x1 + 1.0f, y2 = x2 + 1.0f;
+    w[0] = ((A * y1 - 5 * A) * y1 + 8 * A) * y1 - 4 * A;
+    w[1] = ((A + 2) * x1 - (A + 3)) * x1 * x1 + 1;
+    w[2] = ((A + 2) * x2 - (A + 3)) * x2 * x2 + 1;
+    w[3] = ((A * y2 - 5 * A) * y2 + 8 * A) * y2 - 4 * A;
+  }
+  for (int j = 0; j < 4; j++) {
+    int64_t i = k - 1 + j;
+    idx[j] = i < 0 ? 0 : (i > in - 1 ? in - 1 : i);
+  }
+}
+
+#define UP_MAX 8192
+
+/* upsample_{nearest,_nearest_exact}{1,2,3}d and upsample_{linear1d,
+ * bilinear2d,trilinear3d}, forward (self, output_size, [align_corners],
+ * scales...) and backward (grad_output, output_size, input_size,
+ * [align_corners], scales...). */
+static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 exact 2 linear */,
+                               bool backward) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0);
+  if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
+  bool linear = mode == 2 || mode == 3, cubic = mode == 3;
+  if (linear || backward) {
+    if (!is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
+    /* CPU's reduced-precision trilinear rounds differently */
+    if (mode == 2 && k == 3 && opmath(x->dtype) != x->dtype)
+      return tt_lc_decline(c, "trilinear %s", tt_dtype_name(x->dtype));
+  } else if (x->dtype == TT_BOOL) {
+    return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
+  }
+  int64_t osz[4], isz[TT_MAX_DIMS];
+  if (tt_lc_int_list(c, 1, osz, 4) != k) return tt_lc_decline(c, "output_size");
+  int nd = k + 2;
+  if (backward) {
+    if (tt_lc_int_list(c, 2, isz, TT_MAX_DIMS) != nd) return tt_lc_decline(c, "input_size");
+  } else {
+    if (x->ndim != nd) return tt_lc_decline(c, "input rank %d", x->ndim);
+    for (int i = 0; i < nd; i++) isz[i] = x->sizes[i];
+  }
+  int sc0 = (backward ? 3 : 2) + (linear ? 1 : 0);
+  bool align = linear ? tt_lc_bool(c, sc0 - 1, false) : false;
+  int64_t gdims[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) gdims[i] = i < 2 ? isz[i] : osz[i - 2];
+  for (int i = 0; i < nd; i++)
+    if (isz[i] <= 0 || gdims[i] <= 0 || gdims[i] > UP_MAX) return tt_lc_decline(c, "sizes");
+  if (backward && !shape_is(x, nd, gdims)) return tt_lc_decline(c, "grad_output shape");
+  tt_dtype acc = opmath(x->dtype);
+  bool dbl = acc == TT_F64;
+  tt_val v = tt_lc_tensor(c, 0);
+  if (linear || backward) v = tt_b_convert(b, v, acc);
+  int64_t *i0 = malloc(sizeof(int64_t) * UP_MAX * 4);
+  double *lw = malloc(sizeof(double) * UP_MAX * 4);
+  if (!i0 || !lw) {
+    free(i0);
+    free(lw);
+    return tt_lc_decline(c, "out of host memory");
+  }
+  int64_t *i1 = i0 + UP_MAX;
+  double *l1 = lw + UP_MAX;
+  /* last dim first (CPU's evaluation order for the forward) */
+  for (int j = k - 1; j >= 0; j--) {
+    int d = 2 + j;
+    int64_t in = isz[d], out = osz[j];
+    bool has = !tt_lc_is_none(c, sc0 + j);
+    double scale = has ? tt_lc_double(c, sc0 + j, 0) : 0;
+    if (cubic) {
+      /* tap j of output o at [j * UP_MAX + o] */
+      for (int64_t o = 0; o < out; o++) {
+        int64_t ti[4];
+        double tw[4];
+        cubic_src(o, in, out, align, has, scale, dbl, ti, tw);
+        for (int t = 0; t < 4; t++) i0[t * UP_MAX + o] = ti[t], lw[t * UP_MAX + o] = tw[t];
+      }
+      tt_val acc_v = TT_INVALID;
+      for (int t = 0; t < 4; t++) {
+        tt_val wv = const_vec_dt(b, acc, lw + t * UP_MAX, NULL, out);
+        if (!backward) {
+          tt_val a = take_dim(b, v, d, i0 + t * UP_MAX, out);
+          tt_shape s = tt_b_shape(b, a);
+          a = mul(b, a, along(b, wv, s.ndim, s.dims, d));
+          acc_v = acc_v == TT_INVALID ? a : add(b, acc_v, a);
+        } else {
+          tt_shape s = tt_b_shape(b, v);
+          tt_val a = put_add_dim(b, mul(b, v, along(b, wv, s.ndim, s.dims, d)), d, i0 + t * UP_MAX,
+                                 out, in);
+          acc_v = acc_v == TT_INVALID ? a : add(b, acc_v, a);
+        }
+      }
+      v = acc_v;
+      continue;
+    }
+    for (int64_t o = 0; o < out; o++) {
+      if (linear)
+        linear_src(o, in, out, align, has, scale, dbl, &i0[o], &i1[o], &lw[o], &l1[o]);
+      else
+        i0[o] = nearest_src(o, in, out, has, scale, mode == 1);
+    }
+    if (!linear) {
+      v = backward ? put_add_dim(b, v, d, i0, out, in) : take_dim(b, v, d, i0, out);
+      continue;
+    }
+    tt_val w0 = const_vec_dt(b, acc, lw, NULL, out), w1 = const_vec_dt(b, acc, l1, NULL, out);
+    if (!backward) {
+      tt_val a = take_dim(b, v, d, i0, out), e = take_dim(b, v, d, i1, out);
+      tt_shape s = tt_b_shape(b, a);
+      v = add(b, mul(b, a, along(b, w0, s.ndim, s.dims, d)),
+              mul(b, e, along(b, w1, s.ndim, s.dims, d)));
+    } else {
+      tt_shape s = tt_b_shape(b, v);
+      tt_val a = put_add_dim(b, mul(b, v, along(b, w0, s.ndim, s.dims, d)), d, i0, out, in);
+      tt_val e = put_add_dim(b, mul(b, v, along(b, w1, s.ndim, s.dims, d)), d, i1, out, in);
+      v = add(b, a, e);
+    }
+  }
+  free(i0);
+  free(lw);
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
+static tt_error *lower_up_nearest1d(tt_lower_ctx *c) { return upsample_impl(c, 1, 0, false); }
+static tt_error *lower_up_nearest2d(tt_lower_ctx *c) { return upsample_impl(c, 2, 0, false); }
+static tt_error *lower_up_nearest3d(tt_lower_ctx *c) { return upsample_impl(c, 3, 0, false); }
+static tt_error *lower_up_nearest1d_bw(tt_lower_ctx *c) { return upsample_impl(c, 1, 0, true); }
+static tt_error *lower_up_nearest2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 0, true); }
+static tt_error *lower_up_nearest3d_bw(tt_lower_ctx *c) { return upsample_impl(c, 3, 0, true); }
+static tt_error *lower_up_exact1d(tt_lower_ctx *c) { return upsample_impl(c, 1, 1, false); }
+static tt_error *lower_up_exact2d(tt_lower_ctx *c) { return upsample_impl(c, 2, 1, false); }
+static tt_error *lower_up_exact3d(tt_lower_ctx *c) { return upsample_impl(c, 3, 1, false); }
+static tt_error *lower_up_exact1d_bw(tt_lower_ctx *c) { return upsample_impl(c, 1, 1, true); }
+static tt_error *lower_up_exact2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 1, true); }
+static tt_error *lower_up_exact3d_bw(tt_lower_ctx *c) { return upsample_impl(c, 3, 1, true); }
+static tt_error *lower_up_linear1d(tt_lower_ctx *c) { return upsample_impl(c, 1, 2, false); }
+static tt_error *lower_up_bilinear2d(tt_lower_ctx *c) { return upsample_impl(c, 2, 2, false); }
+static tt_error *lower_up_trilinear3d(tt_lower_ctx *c) { return upsample_impl(c, 3, 2, false); }
+static tt_error *lower_up_linear1d_bw(tt_lower_ctx *c) { return upsample_impl(c, 1, 2, true); }
+static tt_error *lower_up_bilinear2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 2, true); }
+static tt_error *lower_up_trilinear3d_bw(tt_lower_ctx *c) { return upsample_impl(c, 3, 2, true); }
+static tt_error *lower_up_bicubic2d(tt_lower_ctx *c) { return upsample_impl(c, 2, 3, false); }
+static tt_error *lower_up_bicubic2d_bw(tt_lower_ctx *c) { return upsample_impl(c, 2, 3, true); }
+
+/* ------------------------------------------------------------ soft margin loss */
+
+/* Rounds an opmath value to dt and back: CPU runs soft margin's pieces as
+ * separate half-precision ops, each rounded. No-op for float/double. */
+static tt_val rd(tt_builder *b, tt_val v, tt_dtype dt) {
+  return tt_b_convert(b, tt_b_convert(b, v, dt), tt_b_dtype(b, v));
+}
+
+/* soft_margin_loss(self, target, reduction): log1p(exp(-self * target)) */
+static tt_error *lower_soft_margin_loss(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype dt;
+  tt_val x, t;
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
+  tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, mul(b, tt_b_unary(b, "negate", x), t), dt)), dt);
+  tt_lc_output(c, reduce_loss(b, rd(b, tt_b_unary(b, "log_plus_one", z), dt), reduction, dt));
+  return NULL;
+}
+
+/* soft_margin_loss_backward(grad_output, self, target, reduction):
+ * target * z * -norm / (1 + z) * grad, z = exp(-target * self), each
+ * step rounded like CPU's separate in-place ops */
+static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype dt;
+  tt_val x, t, g;
+  int nd;
+  int64_t dims[TT_MAX_DIMS];
+  TT_TRY(loss_operands(c, 1, &dt, &x, &t, &nd, dims));
+  int args[3] = {0, 1, 2};
+  dt = tt_result_type(c, args, 3);
+  int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  tt_dtype acc = opmath(dt);
+  TT_TRY(loss_grad(c, reduction == RED_MEAN ? RED_SUM : reduction, acc, nd, dims, &g));
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= dims[i];
+  double norm = reduction == RED_MEAN ? 1.0 / (double)n : 1.0;
+  tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, mul(b, tt_b_unary(b, "negate", t), x), dt)), dt);
+  /* CPU: mul_out(gi, target, z).mul_(-norm); z.add_(1); gi.div_(z).mul_(grad) */
+  tt_val a = rd(b, mul(b, t, z), dt);
+  a = rd(b, mul(b, a, cst(b, a, acc == TT_F64 ? -norm : (double)(float)-norm)), dt);
+  tt_val q = rd(b, dvd(b, a, rd(b, add(b, z, cst(b, z, 1.0)), dt)), dt);
+  tt_lc_output(c, tt_b_convert(b, mul(b, q, g), dt));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ weight norm */
+
+/* Reads (v, g, dim) of _weight_norm_interface(_backward); nd dims, reduce
+ * dims rd (all but dim), and g's keepdim shape. */
+static tt_error *wn_setup(tt_lower_ctx *c, int vi, int gi, int64_t dim, int64_t *rd, int *nr,
+                          int64_t *kdims) {
+  const tt_tensor_ref *v = tt_lc_ref(c, vi), *g = tt_lc_ref(c, gi);
+  if (!v || !g || !v->storage || !g->storage || v->ndim == 0) return tt_lc_decline(c, "args");
+  if ((v->dtype != TT_F32 && v->dtype != TT_F64) || g->dtype != v->dtype)
+    return tt_lc_decline(c, "dtype");
+  int nd = v->ndim;
+  if (dim < 0 || dim >= nd) return tt_lc_decline(c, "dim");
+  *nr = 0;
+  for (int i = 0; i < nd; i++) {
+    kdims[i] = (i == dim) ? v->sizes[i] : 1;
+    if (i != dim) rd[(*nr)++] = i;
+  }
+  int64_t gn = 1;
+  for (int i = 0; i < g->ndim; i++) gn *= g->sizes[i];
+  if (gn != v->sizes[dim]) return tt_lc_decline(c, "g shape");
+  if (dim != 0 && dim != nd - 1) return tt_lc_decline(c, "middle dim");
+  return NULL;
+}
+
+/* _weight_norm_interface(v, g, dim) -> (v * (g / norms), norms) */
+static tt_error *lower_weight_norm_interface(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  int64_t dim = tt_lc_int(c, 2, 0), rd[TT_MAX_DIMS], kd[TT_MAX_DIMS];
+  int nr;
+  TT_TRY(wn_setup(c, 0, 1, dim, rd, &nr, kd));
+  const tt_tensor_ref *v = tt_lc_ref(c, 0);
+  int nd = v->ndim;
+  tt_val vv = tt_lc_tensor(c, 0);
+  tt_val gv = tt_b_reshape(b, tt_lc_tensor(c, 1), nd, kd);
+  tt_val n2 = tt_b_reshape(b, rsum(b, mul(b, vv, vv), rd, nr), nd, kd);
+  tt_val norms = tt_b_unary(b, "sqrt", n2);
+  tt_val w = mul(b, vv, tt_b_broadcast_to(b, dvd(b, gv, norms), nd, v->sizes));
+  tt_lc_output(c, w);
+  const tt_tensor_ref *g = tt_lc_ref(c, 1);
+  tt_lc_output(c, tt_b_reshape(b, norms, g->ndim, g->sizes));
+  return NULL;
+}
+
+/* _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim)
+ *   -> (grad_v, grad_g) */
+static tt_error *lower_weight_norm_interface_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  int64_t dim = tt_lc_int(c, 4, 0), rd[TT_MAX_DIMS], kd[TT_MAX_DIMS];
+  int nr;
+  TT_TRY(wn_setup(c, 1, 2, dim, rd, &nr, kd));
+  const tt_tensor_ref *v = tt_lc_ref(c, 1), *gw = tt_lc_ref(c, 0), *nm = tt_lc_ref(c, 3);
+  int nd = v->ndim;
+  if (!gw || !nm || !shape_is(gw, nd, v->sizes) || gw->dtype != v->dtype || nm->dtype != v->dtype)
+    return tt_lc_decline(c, "grad/norms");
+  tt_val vv = tt_lc_tensor(c, 1), gwv = tt_lc_tensor(c, 0);
+  tt_val gv = tt_b_reshape(b, tt_lc_tensor(c, 2), nd, kd);
+  tt_val norms = tt_b_reshape(b, tt_lc_tensor(c, 3), nd, kd);
+  tt_val dot = tt_b_reshape(b, rsum(b, mul(b, gwv, vv), rd, nr), nd, kd);
+  tt_val grad_g = dvd(b, dot, norms);
+  /* grad_v = (g / norms) * (grad_w - v * (dot / norms^2)) */
+  tt_val k = dvd(b, grad_g, norms);
+  tt_val inner = sub(b, gwv, mul(b, vv, tt_b_broadcast_to(b, k, nd, v->sizes)));
+  tt_val grad_v = mul(b, tt_b_broadcast_to(b, dvd(b, gv, norms), nd, v->sizes), inner);
+  tt_lc_output(c, grad_v);
+  const tt_tensor_ref *g = tt_lc_ref(c, 2);
+  tt_lc_output(c, tt_b_reshape(b, grad_g, g->ndim, g->sizes));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ adaptive max pool */
+
+/* Scatter-add of g [P..., OH, OW] into per-plane flat positions ix (same
+ * shape, i64) of planes of hw elements: result [P..., hw]. */
+static tt_val plane_scatter_add(tt_builder *b, tt_val g, tt_val ix, int64_t hw) {
+  tt_shape gs = tt_b_shape(b, g);
+  int nd = gs.ndim;
+  int64_t planes = 1, per = gs.dims[nd - 1] * gs.dims[nd - 2];
+  for (int i = 0; i < nd - 2; i++) planes *= gs.dims[i];
+  int64_t pd[3] = {planes, per, 1}, p2[2] = {planes, per};
+  tt_val lin = tt_b_reshape(b, ix, 3, pd);
+  tt_shape is = tt_shape_make(TT_I64, 3, pd);
+  tt_val pl = tt_b_iota(b, is, 0);
+  tt_val idx = tt_b_concat(b, (tt_val[]){pl, lin}, 2, 2); /* [planes, per, 2] */
+  tt_val upd = tt_b_reshape(b, g, 2, p2);
+  int64_t od[2] = {planes, hw};
+  tt_shape out = tt_shape_make(gs.dtype, 2, od);
+  char region[600];
+  tt_b_region_binary(region, sizeof region, gs.dtype, "add");
+  const char *attrs =
+      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0, 1], "
+      "scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 2>, indices_are_sorted = false, "
+      "unique_indices = false";
+  tt_val ins[3] = {tt_b_full(b, out, 0), idx, upd}, r = TT_INVALID;
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  return r;
+}
+
+/* adaptive_max_pool2d(self, output_size) -> (out, indices) */
+static tt_error *lower_adaptive_max_pool2d(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0);
+  if (!x || !x->storage || !is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
+  if (x->ndim != 3 && x->ndim != 4) return tt_lc_decline(c, "rank");
+  for (int i = 0; i < x->ndim; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t os[TT_MAX_DIMS];
+  if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "adaptive_max_pool2d(): internal error: output_size.size() must be 2");
+  int nd = x->ndim;
+  int64_t O[2] = {os[0], os[1]}, I[2] = {x->sizes[nd - 2], x->sizes[nd - 1]};
+  if (O[0] <= 0 || O[1] <= 0 || O[0] > UP_MAX || O[1] > UP_MAX) return tt_lc_decline(c, "size");
+  int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 7);
+  if (!buf) return tt_lc_decline(c, "out of host memory");
+  int64_t *st[2] = {buf, buf + UP_MAX}, *en[2] = {buf + 2 * UP_MAX, buf + 3 * UP_MAX};
+  int64_t *ix = buf + 4 * UP_MAX, *vh = buf + 5 * UP_MAX, *vw = buf + 6 * UP_MAX;
+  int64_t K[2] = {0, 0};
+  for (int a = 0; a < 2; a++)
+    for (int64_t o = 0; o < O[a]; o++) {
+      st[a][o] = (o * I[a]) / O[a];
+      en[a][o] = ((o + 1) * I[a] + O[a] - 1) / O[a];
+      if (en[a][o] - st[a][o] > K[a]) K[a] = en[a][o] - st[a][o];
+    }
+  if (K[0] * K[1] > 256) {
+    free(buf);
+    return tt_lc_decline(c, "windows too large");
+  }
+  tt_val xv = tt_lc_tensor(c, 0);
+  int64_t od[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) od[i] = i < nd - 2 ? x->sizes[i] : O[i - (nd - 2)];
+  tt_shape is = tt_shape_make(TT_I64, nd, od), bs = tt_shape_make(TT_BOOL, nd, od);
+  tt_val best = TT_INVALID, bidx = TT_INVALID;
+  for (int64_t th = 0; th < K[0]; th++) {
+    for (int64_t o = 0; o < O[0]; o++) ix[o] = st[0][o] + th < I[0] ? st[0][o] + th : I[0] - 1;
+    tt_val rows = take_dim(b, xv, nd - 2, ix, O[0]);
+    tt_val hpos = along(b, const_vec_dt(b, TT_I64, NULL, ix, O[0]), nd, od, nd - 2);
+    for (int64_t o = 0; o < O[0]; o++) vh[o] = st[0][o] + th < en[0][o];
+    tt_val validh = tt_b_compare(b, "NE", along(b, const_vec_dt(b, TT_I64, NULL, vh, O[0]), nd, od, nd - 2),
+                                 tt_b_full(b, is, 0));
+    for (int64_t tw = 0; tw < K[1]; tw++) {
+      for (int64_t o = 0; o < O[1]; o++) ix[o] = st[1][o] + tw < I[1] ? st[1][o] + tw : I[1] - 1;
+      tt_val v = take_dim(b, rows, nd - 1, ix, O[1]);
+      tt_val wpos = along(b, const_vec_dt(b, TT_I64, NULL, ix, O[1]), nd, od, nd - 1);
+      tt_val flat = add(b, mul(b, hpos, tt_b_full(b, is, (double)I[1])), wpos);
+      if (best == TT_INVALID) {
+        best = v;
+        bidx = flat;
+        continue;
+      }
+      for (int64_t o = 0; o < O[1]; o++) vw[o] = st[1][o] + tw < en[1][o];
+      tt_val validw = tt_b_compare(b, "NE", along(b, const_vec_dt(b, TT_I64, NULL, vw, O[1]), nd, od, nd - 1),
+                                   tt_b_full(b, is, 0));
+      tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
+      upd = tt_b_binary(b, "and", upd, tt_b_binary(b, "and", validh, validw));
+      best = tt_b_select(b, upd, v, best);
+      bidx = tt_b_select(b, upd, flat, bidx);
+    }
+  }
+  (void)bs;
+  free(buf);
+  tt_lc_output(c, best);
+  tt_lc_output(c, bidx);
+  return NULL;
+}
+
+/* adaptive_max_pool2d_backward(grad_output, self, indices) */
+static tt_error *lower_adaptive_max_pool2d_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *x = tt_lc_ref(c, 1), *ir = tt_lc_ref(c, 2);
+  if (!g || !x || !ir || !g->storage || !x->storage || !ir->storage || !is_float_dt(x->dtype) ||
+      g->dtype != x->dtype || ir->dtype != TT_I64)
+    return tt_lc_decline(c, "args");
+  int nd = x->ndim;
+  if ((nd != 3 && nd != 4) || !shape_is(ir, g->ndim, g->sizes) || g->ndim != nd)
+    return tt_lc_decline(c, "shapes");
+  for (int i = 0; i < nd - 2; i++)
+    if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "shapes");
+  tt_dtype acc = opmath(x->dtype);
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val r = plane_scatter_add(b, gv, tt_lc_tensor(c, 2), x->sizes[nd - 1] * x->sizes[nd - 2]);
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, r, nd, x->sizes), x->dtype));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ adaptive avg pool 3d */
+
+/* Windows of adaptive pooling along one dim: [start, end) per output. */
+static int64_t adaptive_windows(int64_t O, int64_t I, int64_t *st, int64_t *en) {
+  int64_t K = 0;
+  for (int64_t o = 0; o < O; o++) {
+    st[o] = (o * I) / O;
+    en[o] = ((o + 1) * I + O - 1) / O;
+    if (en[o] - st[o] > K) K = en[o] - st[o];
+  }
+  return K;
+}
+
+/* Window sums (forward) or their transpose (backward) along dim d, with
+ * masked taps (select, so infinities stay where they belong). */
+static tt_val adaptive_sum_dim(tt_builder *b, tt_val x, int d, int64_t O, int64_t I, bool backward,
+                               int64_t *buf) {
+  int64_t *st = buf, *en = buf + UP_MAX, *ix = buf + 2 * UP_MAX, *ok = buf + 3 * UP_MAX;
+  int64_t K = adaptive_windows(O, I, st, en);
+  tt_val acc = TT_INVALID;
+  for (int64_t t = 0; t < K; t++) {
+    bool all = true;
+    for (int64_t o = 0; o < O; o++) {
+      ok[o] = st[o] + t < en[o];
+      ix[o] = ok[o] ? st[o] + t : st[o];
+      all = all && ok[o];
+    }
+    tt_val v;
+    tt_shape vs;
+    if (!backward) {
+      v = take_dim(b, x, d, ix, O);
+      vs = tt_b_shape(b, v);
+    } else {
+      v = x;
+      vs = tt_b_shape(b, x);
+    }
+    if (!all) {
+      tt_shape is = vs;
+      is.dtype = TT_I64;
+      tt_val m = tt_b_compare(b, "NE", along(b, const_vec_dt(b, TT_I64, NULL, ok, O), vs.ndim, vs.dims, d),
+                              tt_b_full(b, is, 0));
+      v = tt_b_select(b, m, v, tt_b_full(b, vs, 0));
+    }
+    if (backward) v = put_add_dim(b, v, d, ix, O, I);
+    acc = acc == TT_INVALID ? v : add(b, acc, v);
+  }
+  return acc;
+}
+
+/* _adaptive_avg_pool3d(self, output_size) and
+ * _adaptive_avg_pool3d_backward(grad_output, self) */
+static tt_error *adaptive_avg(tt_lower_ctx *c, int k, bool backward) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, backward ? 1 : 0), *g = backward ? tt_lc_ref(c, 0) : NULL;
+  if (!x || !x->storage || !is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
+  int nd = x->ndim;
+  if (nd != k + 1 && nd != k + 2) return tt_lc_decline(c, "rank");
+  for (int i = 0; i < nd; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t O[3];
+  if (backward) {
+    if (!g || !g->storage || g->dtype != x->dtype || g->ndim != nd) return tt_lc_decline(c, "grad");
+    for (int i = 0; i < nd - k; i++)
+      if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "grad shape");
+    for (int i = 0; i < k; i++) O[i] = g->sizes[nd - k + i];
+  } else {
+    int64_t os[TT_MAX_DIMS];
+    if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != k) return tt_lc_decline(c, "output_size");
+    for (int i = 0; i < k; i++) O[i] = os[i];
+  }
+  for (int i = 0; i < k; i++)
+    if (O[i] <= 0 || O[i] > UP_MAX || x->sizes[nd - k + i] > UP_MAX) return tt_lc_decline(c, "size");
+  int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 4);
+  double *cnt = malloc(sizeof(double) * UP_MAX);
+  if (!buf || !cnt) {
+    free(buf);
+    free(cnt);
+    return tt_lc_decline(c, "out of host memory");
+  }
+  tt_dtype acc = opmath(x->dtype);
+  tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  /* divisor: product of per-dim window lengths, on the output grid */
+  int64_t od[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) od[i] = i < nd - k ? x->sizes[i] : O[i - (nd - k)];
+  tt_val div = TT_INVALID;
+  for (int i = 0; i < k; i++) {
+    int64_t I = x->sizes[nd - k + i];
+    adaptive_windows(O[i], I, buf, buf + UP_MAX);
+    for (int64_t o = 0; o < O[i]; o++) cnt[o] = (double)(buf[UP_MAX + o] - buf[o]);
+    tt_val cv = along(b, const_vec_dt(b, acc, cnt, NULL, O[i]), nd, od, nd - k + i);
+    div = div == TT_INVALID ? cv : mul(b, div, cv);
+  }
+  if (backward) v = dvd(b, v, div);
+  for (int i = k - 1; i >= 0; i--)
+    v = adaptive_sum_dim(b, v, nd - k + i, O[i], x->sizes[nd - k + i], backward, buf);
+  if (!backward) v = dvd(b, v, div);
+  free(buf);
+  free(cnt);
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
+static tt_error *lower_adaptive_avg_pool3d(tt_lower_ctx *c) { return adaptive_avg(c, 3, false); }
+static tt_error *lower_adaptive_avg_pool3d_backward(tt_lower_ctx *c) {
+  return adaptive_avg(c, 3, true);
+}
+/* (the 2-d op lived in linalg.c as a matrix product, where 0 * inf made
+ * NaNs leak out of windows holding an infinity) */
+static tt_error *lower_adaptive_avg_pool2d(tt_lower_ctx *c) { return adaptive_avg(c, 2, false); }
+static tt_error *lower_adaptive_avg_pool2d_backward(tt_lower_ctx *c) {
+  return adaptive_avg(c, 2, true);
+}
+
+/* ------------------------------------------------------------ pixel shuffle */
+
+/* pixel_shuffle(self, upscale_factor) / pixel_unshuffle(self, downscale_factor) */
+static tt_error *pixel_shuffle_impl(tt_lower_ctx *c, bool un) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0);
+  if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
+  int64_t r = tt_lc_int(c, 1, 1);
+  int nd = x->ndim;
+  if (nd < 3)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s expects input to have at least 3 dimensions, "
+                      "but got input with %d dimension(s)", un ? "pixel_unshuffle" : "pixel_shuffle", nd);
+  if (r <= 0) return tt_lc_decline(c, "factor");
+  if (nd - 3 + 6 > TT_MAX_DIMS) return tt_lc_decline(c, "rank");
+  int64_t C = x->sizes[nd - 3], H = x->sizes[nd - 2], W = x->sizes[nd - 1];
+  if (!un && C % (r * r) != 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "pixel_shuffle expects its input's 'channel' "
+                      "dimension to be divisible by the square of upscale_factor, but input.size(-3)=%"
+                      PRId64 " is not divisible by %" PRId64, C, r * r);
+  if (un && (H % r != 0 || W % r != 0))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "pixel_unshuffle expects height and width to be "
+                      "divisible by downscale_factor");
+  int nb = nd - 3;
+  int64_t d6[TT_MAX_DIMS], perm[TT_MAX_DIMS], outd[TT_MAX_DIMS];
+  for (int i = 0; i < nb; i++) d6[i] = outd[i] = x->sizes[i], perm[i] = i;
+  if (!un) {
+    int64_t oc = C / (r * r);
+    d6[nb] = oc, d6[nb + 1] = r, d6[nb + 2] = r, d6[nb + 3] = H, d6[nb + 4] = W;
+    int64_t p[5] = {0, 3, 1, 4, 2}; /* C, H, r, W, r */
+    for (int i = 0; i < 5; i++) perm[nb + i] = nb + p[i];
+    outd[nb] = oc, outd[nb + 1] = H * r, outd[nb + 2] = W * r;
+  } else {
+    int64_t oh = H / r, ow = W / r;
+    d6[nb] = C, d6[nb + 1] = oh, d6[nb + 2] = r, d6[nb + 3] = ow, d6[nb + 4] = r;
+    int64_t p[5] = {0, 2, 4, 1, 3}; /* C, r, r, H, W */
+    for (int i = 0; i < 5; i++) perm[nb + i] = nb + p[i];
+    outd[nb] = C * r * r, outd[nb + 1] = oh, outd[nb + 2] = ow;
+  }
+  tt_val v = tt_b_reshape(b, tt_lc_tensor(c, 0), nb + 5, d6);
+  v = tt_b_transpose(b, v, perm);
+  tt_lc_output(c, tt_b_reshape(b, v, nd, outd));
+  return NULL;
+}
+
+static tt_error *lower_pixel_shuffle(tt_lower_ctx *c) { return pixel_shuffle_impl(c, false); }
+static tt_error *lower_pixel_unshuffle(tt_lower_ctx *c) { return pixel_shuffle_impl(c, true); }
+
+/* ------------------------------------------------------------ embedding bag */
+
+/* Gathers rows idx [K] of w [R, D] -> [K, D]. */
+static tt_val take_rows(tt_builder *b, tt_val w, tt_val idx) {
+  tt_shape ws = tt_b_shape(b, w), is = tt_b_shape(b, idx);
+  int64_t K = is.dims[0], k1[2] = {K, 1}, od[2] = {K, ws.dims[1]};
+  tt_val ix = tt_b_reshape(b, tt_b_convert(b, idx, TT_I64), 2, k1);
+  char attrs[400];
+  snprintf(attrs, sizeof attrs,
+           "dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], "
+           "start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, %" PRId64
+           ">, indices_are_sorted = false", ws.dims[1]);
+  tt_val ins[2] = {w, ix};
+  return tt_b_op(b, "stablehlo.gather", ins, 2, attrs, tt_shape_make(ws.dtype, 2, od));
+}
+
+/* offset2bag[k] = #{j in [1, nb) : offsets[j] <= k}, i64 [K]. */
+static tt_val bag_of(tt_builder *b, tt_val offs, int64_t K, int64_t nb) {
+  int64_t kb[2] = {K, nb};
+  tt_shape kbs = tt_shape_make(TT_I64, 2, kb);
+  int64_t m1[1] = {1};
+  tt_val ob = tt_b_broadcast_in_dim(b, slice_dim(b, offs, 0, 0, nb), 2, kb, m1);
+  tt_val kk = tt_b_iota(b, kbs, 0), jj = tt_b_iota(b, kbs, 1);
+  tt_val hit = tt_b_binary(b, "and", tt_b_compare(b, "LE", ob, kk),
+                           tt_b_compare(b, "GE", jj, tt_b_full(b, kbs, 1)));
+  int64_t d1[1] = {1};
+  return rsum(b, tt_b_select(b, hit, tt_b_full(b, kbs, 1), tt_b_full(b, kbs, 0)), d1, 1);
+}
+
+/* _embedding_bag / _embedding_bag_forward_only(weight, indices, offsets,
+ * scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset,
+ * padding_idx) -> (output, offset2bag, bag_size, max_indices). Modes sum and
+ * mean; the auxiliary outputs mirror CPU's (offset2bag is empty on CPU's
+ * fast sum path). */
+static tt_error *lower_embedding_bag(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *w = tt_lc_ref(c, 0), *ix = tt_lc_ref(c, 1), *of = tt_lc_ref(c, 2),
+                      *psw = tt_lc_ref(c, 6);
+  if (!w || !ix || !of || !w->storage || !ix->storage || !of->storage || !is_float_dt(w->dtype))
+    return tt_lc_decline(c, "args");
+  if (w->ndim != 2 || ix->ndim != 1 || of->ndim != 1) return tt_lc_decline(c, "ranks");
+  if ((ix->dtype != TT_I64 && ix->dtype != TT_I32) || of->dtype != ix->dtype)
+    return tt_lc_decline(c, "index dtypes");
+  int64_t mode = tt_lc_int(c, 4, 0), padding_idx = tt_lc_is_none(c, 8) ? -1 : tt_lc_int(c, 8, -1);
+  bool ilo = tt_lc_bool(c, 7, false);
+  if (mode != 0 && mode != 1) return tt_lc_decline(c, "mode max");
+  if (psw && (mode != 0 || !psw->storage || psw->dtype != w->dtype || !shape_is(psw, 1, ix->sizes)))
+    return tt_lc_decline(c, "per_sample_weights");
+  int64_t K = ix->sizes[0], nb = of->sizes[0] - (ilo ? 1 : 0), D = w->sizes[1];
+  if (K == 0 || nb <= 0 || D == 0 || w->sizes[0] == 0) return tt_lc_decline(c, "empty");
+  tt_dtype it = ix->dtype, acc = opmath(w->dtype);
+  tt_val idx = tt_lc_tensor(c, 1);
+  tt_val offs = tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64);
+  tt_val o2b = bag_of(b, offs, K, nb);
+  /* bag sizes: next offset (or K) minus this one */
+  int64_t one = 1;
+  tt_val next;
+  if (ilo) {
+    next = slice_dim(b, offs, 0, 1, nb + 1);
+  } else {
+    tt_val kc = tt_b_full(b, tt_shape_make(TT_I64, 1, &one), (double)K);
+    tt_val parts[2] = {slice_dim(b, offs, 0, 1, nb), kc};
+    next = tt_b_concat(b, parts, 2, 0);
+  }
+  tt_val bsz = sub(b, next, slice_dim(b, offs, 0, 0, nb));
+  tt_val rows = tt_b_convert(b, take_rows(b, tt_lc_tensor(c, 0), idx), acc);
+  int64_t kd[2] = {K, D};
+  if (psw) {
+    int64_t m0[1] = {0};
+    rows = mul(b, rows, tt_b_broadcast_in_dim(b, opt_tensor(c, 6, acc), 2, kd, m0));
+  }
+  if (padding_idx >= 0) {
+    /* rows of padding_idx contribute nothing and are not counted */
+    int64_t k1[2] = {K, 1}, m0k[1] = {0};
+    tt_shape ks = tt_shape_make(TT_I64, 1, &K);
+    tt_val keep = tt_b_compare(b, "NE", tt_b_convert(b, idx, TT_I64), tt_b_full(b, ks, (double)padding_idx));
+    rows = tt_b_select(b, tt_b_broadcast_in_dim(b, keep, 2, kd, m0k), rows,
+                       tt_b_full(b, tt_shape_make(acc, 2, kd), 0));
+    tt_val ones = tt_b_reshape(b, tt_b_select(b, keep, tt_b_full(b, ks, 1), tt_b_full(b, ks, 0)), 2, k1);
+    bsz = tt_b_reshape(b, scatter_add_rows(b, o2b, ones, nb), 1, &nb);
+  }
+  tt_val out = scatter_add_rows(b, o2b, rows, nb);
+  if (mode == 1) {
+    int64_t ndd[2] = {nb, D}, m0[1] = {0};
+    tt_val bf = tt_b_broadcast_in_dim(b, tt_b_convert(b, bsz, acc), 2, ndd, m0);
+    tt_val zero = tt_b_full(b, tt_shape_make(acc, 2, ndd), 0);
+    out = tt_b_select(b, tt_b_compare(b, "GT", bf, zero), dvd(b, out, bf), zero);
+  }
+  tt_lc_output(c, tt_b_convert(b, out, w->dtype));
+  bool fast = mode == 0 && w->dtype != TT_F64 && padding_idx < 0;
+  int64_t zero_len = 0;
+  if (fast)
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(it, 1, &zero_len), 0));
+  else
+    tt_lc_output(c, tt_b_convert(b, o2b, it));
+  tt_val bag = mode == 1 ? tt_b_convert(b, bsz, it) : tt_b_full(b, tt_shape_make(it, 1, &nb), 0);
+  tt_lc_output(c, bag);
+  tt_lc_output(c, bag);
+  return NULL;
+}
+
+/* _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size,
+ * maximum_indices, num_weights, scale_grad_by_freq, mode, per_sample_weights,
+ * padding_idx) and _embedding_bag_backward(grad, indices, offsets,
+ * offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq,
+ * mode, sparse, per_sample_weights, padding_idx): the latter recomputes
+ * offset2bag from offsets (CPU's fast path leaves it empty). */
+static tt_error *embedding_bag_bw(tt_lower_ctx *c, bool from_offsets) {
+  tt_builder *b = tt_lc_builder(c);
+  int a = from_offsets ? 1 : 0; /* shift of the arguments after indices */
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *ix = tt_lc_ref(c, 1), *o2b = tt_lc_ref(c, 2 + a),
+                      *bs = tt_lc_ref(c, 3 + a), *psw = tt_lc_ref(c, 8 + 2 * a);
+  const tt_tensor_ref *of = from_offsets ? tt_lc_ref(c, 2) : NULL;
+  int64_t num_weights = tt_lc_int(c, 5 + a, 0), mode = tt_lc_int(c, 7 + a, 0);
+  int pi = 9 + 2 * a;
+  int64_t padding_idx = tt_lc_is_none(c, pi) ? -1 : tt_lc_int(c, pi, -1);
+  if (!g || !ix || !bs || !g->storage || !ix->storage || !bs->storage ||
+      !is_float_dt(g->dtype) || g->ndim != 2 || ix->ndim != 1)
+    return tt_lc_decline(c, "args");
+  if (from_offsets && tt_lc_bool(c, 9, false)) return tt_lc_decline(c, "sparse");
+  if (tt_lc_bool(c, 6 + a, false)) return tt_lc_decline(c, "scale_grad_by_freq");
+  if (mode != 0 && mode != 1) return tt_lc_decline(c, "mode max");
+  int64_t K = ix->sizes[0], nb = g->sizes[0];
+  if (K == 0 || num_weights <= 0 || bs->ndim != 1 || bs->sizes[0] != nb)
+    return tt_lc_decline(c, "shapes");
+  if (from_offsets) {
+    if (!of || !of->storage || of->ndim != 1 || (of->sizes[0] != nb && of->sizes[0] != nb + 1))
+      return tt_lc_decline(c, "offsets");
+  } else if (!o2b || !o2b->storage || !shape_is(o2b, 1, ix->sizes)) {
+    return tt_lc_decline(c, "offset2bag");
+  }
+  if (psw && (mode != 0 || psw->dtype != g->dtype || !shape_is(psw, 1, ix->sizes)))
+    return tt_lc_decline(c, "per_sample_weights");
+  tt_dtype acc = opmath(g->dtype);
+  int64_t D = g->sizes[1], kd[2] = {K, D}, m0[1] = {0};
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val bag = from_offsets ? bag_of(b, tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64), K, nb)
+                            : tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64);
+  tt_val rows = take_rows(b, gv, bag);
+  if (mode == 1) {
+    tt_val sz = tt_b_convert(b, tt_lc_tensor(c, 3 + a), acc);
+    int64_t n1[2] = {nb, 1};
+    tt_val szk = take_rows(b, tt_b_reshape(b, sz, 2, n1), bag); /* [K, 1] */
+    int64_t k1[1] = {K};
+    rows = dvd(b, rows, tt_b_broadcast_in_dim(b, tt_b_reshape(b, szk, 1, k1), 2, kd, m0));
+  }
+  if (psw) rows = mul(b, rows, tt_b_broadcast_in_dim(b, opt_tensor(c, 8 + 2 * a, acc), 2, kd, m0));
+  if (padding_idx >= 0) {
+    tt_shape ks = tt_shape_make(TT_I64, 1, &K);
+    tt_val keep = tt_b_compare(b, "NE", tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64),
+                               tt_b_full(b, ks, (double)padding_idx));
+    rows = tt_b_select(b, tt_b_broadcast_in_dim(b, keep, 2, kd, m0), rows,
+                       tt_b_full(b, tt_shape_make(acc, 2, kd), 0));
+  }
+  tt_val r = scatter_add_rows(b, tt_lc_tensor(c, 1), rows, num_weights);
+  tt_lc_output(c, tt_b_convert(b, r, g->dtype));
+  return NULL;
+}
+
+static tt_error *lower_embedding_bag_dense_backward(tt_lower_ctx *c) {
+  return embedding_bag_bw(c, false);
+}
+static tt_error *lower_embedding_bag_backward(tt_lower_ctx *c) { return embedding_bag_bw(c, true); }
+
+/* _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets,
+ * offset2bag, mode, padding_idx): grad_psw[k] = <grad[bag(k)], weight[idx[k]]> */
+static tt_error *lower_embedding_bag_psw_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *w = tt_lc_ref(c, 1), *ix = tt_lc_ref(c, 2),
+                      *of = tt_lc_ref(c, 3);
+  int64_t mode = tt_lc_int(c, 5, 0);
+  int64_t padding_idx = tt_lc_is_none(c, 6) ? -1 : tt_lc_int(c, 6, -1);
+  if (!g || !w || !ix || !of || !g->storage || !w->storage || !ix->storage || !of->storage ||
+      !is_float_dt(g->dtype) || w->dtype != g->dtype || g->ndim != 2 || w->ndim != 2 ||
+      ix->ndim != 1 || of->ndim != 1 || g->sizes[1] != w->sizes[1])
+    return tt_lc_decline(c, "args");
+  if (mode != 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
+  int64_t K = ix->sizes[0], nb = g->sizes[0];
+  if (K == 0 || nb == 0 || (of->sizes[0] != nb && of->sizes[0] != nb + 1))
+    return tt_lc_decline(c, "shapes");
+  tt_dtype acc = opmath(g->dtype);
+  tt_val bag = bag_of(b, tt_b_convert(b, tt_lc_tensor(c, 3), TT_I64), K, nb);
+  tt_val gr = take_rows(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), bag);
+  tt_val wr = take_rows(b, tt_b_convert(b, tt_lc_tensor(c, 1), acc), tt_lc_tensor(c, 2));
+  int64_t d1[1] = {1};
+  tt_val r = rsum(b, mul(b, gr, wr), d1, 1);
+  if (padding_idx >= 0) {
+    tt_shape ks = tt_shape_make(TT_I64, 1, &K);
+    tt_val keep = tt_b_compare(b, "NE", tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64),
+                               tt_b_full(b, ks, (double)padding_idx));
+    r = tt_b_select(b, keep, r, tt_b_full(b, tt_shape_make(acc, 1, &K), 0));
+  }
+  tt_lc_output(c, tt_b_convert(b, r, g->dtype));
+  return NULL;
+}
+
 TT_LOWERINGS(nn) = {
     {lower_native_batch_norm, {"native_batch_norm", "native_batch_norm.out"}},
     {lower_native_batch_norm_legit,
@@ -970,5 +2055,72 @@ TT_LOWERINGS(nn) = {
     {lower_smooth_l1_loss, {"smooth_l1_loss", "smooth_l1_loss.out"}},
     {lower_smooth_l1_loss_backward,
      {"smooth_l1_loss_backward", "smooth_l1_loss_backward.grad_input"}},
+    {lower_reflection_pad1d, {"reflection_pad1d", "reflection_pad1d.out"}},
+    {lower_reflection_pad2d, {"reflection_pad2d", "reflection_pad2d.out"}},
+    {lower_reflection_pad3d, {"reflection_pad3d", "reflection_pad3d.out"}},
+    {lower_replication_pad1d, {"replication_pad1d", "replication_pad1d.out"}},
+    {lower_replication_pad2d, {"replication_pad2d", "replication_pad2d.out"}},
+    {lower_replication_pad3d, {"replication_pad3d", "replication_pad3d.out"}},
+    {lower_reflection_pad1d_bw, {"reflection_pad1d_backward", "reflection_pad1d_backward.grad_input"}},
+    {lower_reflection_pad2d_bw, {"reflection_pad2d_backward", "reflection_pad2d_backward.grad_input"}},
+    {lower_reflection_pad3d_bw, {"reflection_pad3d_backward", "reflection_pad3d_backward.grad_input"}},
+    {lower_replication_pad1d_bw,
+     {"replication_pad1d_backward", "replication_pad1d_backward.grad_input"}},
+    {lower_replication_pad2d_bw,
+     {"replication_pad2d_backward", "replication_pad2d_backward.grad_input"}},
+    {lower_replication_pad3d_bw,
+     {"replication_pad3d_backward", "replication_pad3d_backward.grad_input"}},
+    {lower_up_nearest1d, {"upsample_nearest1d", "upsample_nearest1d.out"}},
+    {lower_up_nearest2d, {"upsample_nearest2d", "upsample_nearest2d.out"}},
+    {lower_up_nearest3d, {"upsample_nearest3d", "upsample_nearest3d.out"}},
+    {lower_up_nearest1d_bw, {"upsample_nearest1d_backward", "upsample_nearest1d_backward.grad_input"}},
+    {lower_up_nearest2d_bw, {"upsample_nearest2d_backward", "upsample_nearest2d_backward.grad_input"}},
+    {lower_up_nearest3d_bw, {"upsample_nearest3d_backward", "upsample_nearest3d_backward.grad_input"}},
+    {lower_up_exact1d, {"_upsample_nearest_exact1d", "_upsample_nearest_exact1d.out"}},
+    {lower_up_exact2d, {"_upsample_nearest_exact2d", "_upsample_nearest_exact2d.out"}},
+    {lower_up_exact3d, {"_upsample_nearest_exact3d", "_upsample_nearest_exact3d.out"}},
+    {lower_up_exact1d_bw,
+     {"_upsample_nearest_exact1d_backward", "_upsample_nearest_exact1d_backward.grad_input"}},
+    {lower_up_exact2d_bw,
+     {"_upsample_nearest_exact2d_backward", "_upsample_nearest_exact2d_backward.grad_input"}},
+    {lower_up_exact3d_bw,
+     {"_upsample_nearest_exact3d_backward", "_upsample_nearest_exact3d_backward.grad_input"}},
+    {lower_up_linear1d, {"upsample_linear1d", "upsample_linear1d.out"}},
+    {lower_up_bilinear2d, {"upsample_bilinear2d", "upsample_bilinear2d.out"}},
+    {lower_up_trilinear3d, {"upsample_trilinear3d", "upsample_trilinear3d.out"}},
+    {lower_up_linear1d_bw, {"upsample_linear1d_backward", "upsample_linear1d_backward.grad_input"}},
+    {lower_up_bilinear2d_bw,
+     {"upsample_bilinear2d_backward", "upsample_bilinear2d_backward.grad_input"}},
+    {lower_up_bicubic2d, {"upsample_bicubic2d", "upsample_bicubic2d.out"}},
+    {lower_up_bicubic2d_bw,
+     {"upsample_bicubic2d_backward", "upsample_bicubic2d_backward.grad_input"}},
+    {lower_up_trilinear3d_bw,
+     {"upsample_trilinear3d_backward", "upsample_trilinear3d_backward.grad_input"}},
+    {lower_soft_margin_loss, {"soft_margin_loss", "soft_margin_loss.out"}},
+    {lower_soft_margin_loss_backward,
+     {"soft_margin_loss_backward", "soft_margin_loss_backward.grad_input"}},
+    {lower_weight_norm_interface, {"_weight_norm_interface", "_weight_norm_interface.out"}},
+    {lower_weight_norm_interface_backward,
+     {"_weight_norm_interface_backward", "_weight_norm_interface_backward.out"}},
+    {lower_adaptive_max_pool2d, {"adaptive_max_pool2d", "adaptive_max_pool2d.out"}},
+    {lower_adaptive_max_pool2d_backward,
+     {"adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input"}},
+    {lower_adaptive_avg_pool3d, {"_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out"}},
+    {lower_adaptive_avg_pool2d, {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"}},
+    {lower_adaptive_avg_pool2d_backward,
+     {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out"}},
+    {lower_adaptive_avg_pool3d_backward,
+     {"_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.grad_input"}},
+    {lower_pixel_shuffle, {"pixel_shuffle", "pixel_shuffle.out"}},
+    {lower_pixel_unshuffle, {"pixel_unshuffle", "pixel_unshuffle.out"}},
+    {lower_embedding_bag,
+     {"_embedding_bag", "_embedding_bag.out", "_embedding_bag_forward_only",
+      "_embedding_bag_forward_only.out"}},
+    {lower_embedding_bag_dense_backward,
+     {"_embedding_bag_dense_backward", "_embedding_bag_dense_backward.out"}},
+    {lower_embedding_bag_backward, {"_embedding_bag_backward"}},
+    {lower_embedding_bag_psw_backward,
+     {"_embedding_bag_per_sample_weights_backward",
+      "_embedding_bag_per_sample_weights_backward.out"}},
     {NULL, {NULL}},
 };
