@@ -11,7 +11,13 @@
   X(elementwise)       \
   X(unary)             \
   X(reduction)         \
+  X(reduction_index)   \
+  X(scan)              \
+  X(search)            \
   X(linalg)            \
+  X(conv)              \
+  X(pool)              \
+  X(linalg_solve)      \
   X(nn)                \
   X(indexing)          \
   X(creation)          \

@@ -1,0 +1,146 @@
+/* Helpers shared by the reduction, reduction_index, scan and search lowering
+ * families (see reduction_common.h). */
+#include "ops/reduction_common.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+bool red_is_half(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16; }
+
+/* Accumulation dtype of a float dtype. */
+tt_dtype red_acc_of(tt_dtype dt) { return red_is_half(dt) ? TT_F32 : dt; }
+
+/* A ScalarType argument (None -> dflt). Returns false if it is not one. */
+bool red_arg_dtype(const tt_lower_ctx *c, int i, tt_dtype dflt, tt_dtype *out) {
+  const tt_arg *a = tt_lc_arg(c, i);
+  *out = dflt;
+  if (!a || a->kind == TT_ARG_NONE) return true;
+  if (a->kind != TT_ARG_DTYPE) return false;
+  *out = a->u.dtype;
+  return true;
+}
+
+/* dtype of the first mutated tensor argument (out= / in-place), if any. */
+bool red_written_dtype(const tt_lower_ctx *c, tt_dtype *dt) {
+  for (int i = 0; i < tt_lc_nargs(c); i++) {
+    const tt_arg *a = tt_lc_arg(c, i);
+    if (a && a->written && a->kind == TT_ARG_TENSOR) {
+      *dt = a->u.tensor->dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Reduction plan from list argument `arg` of tensor `ref`. A None list (or
+ * an absent argument) reduces every dim; an empty list reduces every dim if
+ * empty_all, none otherwise. Returns false if the builder failed (bad dim). */
+bool red_plan_dims(tt_lower_ctx *c, const tt_tensor_ref *ref, int arg, bool empty_all,
+                   bool keepdim, rplan *p) {
+  memset(p, 0, sizeof *p);
+  p->ndim = ref->ndim;
+  memcpy(p->in, ref->sizes, sizeof(int64_t) * (size_t)ref->ndim);
+  p->keepdim = keepdim;
+  int64_t list[TT_MAX_DIMS + 4];
+  int n = arg < 0 ? -1 : tt_lc_int_list(c, arg, list, TT_MAX_DIMS + 4);
+  if (n > TT_MAX_DIMS + 4) {
+    tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "too many dims");
+    return false;
+  }
+  bool all = n < 0 || (n == 0 && empty_all);
+  if (all) {
+    for (int i = 0; i < ref->ndim; i++) p->red[i] = true;
+  } else {
+    for (int k = 0; k < n; k++) {
+      int64_t d = tt_wrap_dim(c, list[k], ref->ndim);
+      if (d < 0) return false;
+      if (ref->ndim == 0) continue; /* a scalar accepts dim 0/-1 and reduces nothing */
+      if (p->red[d]) {
+        tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "dim %" PRId64 " appears multiple times in the list of dims", d);
+        return false;
+      }
+      p->red[d] = true;
+    }
+  }
+  p->count = 1;
+  for (int i = 0; i < ref->ndim; i++) {
+    if (p->red[i]) {
+      p->dims[p->n++] = i;
+      p->count *= ref->sizes[i];
+      p->kept_dims[i] = 1;
+    } else {
+      p->kept_dims[i] = ref->sizes[i];
+    }
+    if (!p->red[i] || keepdim) p->out[p->out_ndim++] = p->red[i] ? 1 : ref->sizes[i];
+  }
+  return true;
+}
+
+/* Reshapes a reduced value (reduced dims removed) to the plan's result. */
+tt_val red_finish(tt_builder *b, tt_val v, const rplan *p) {
+  return tt_b_reshape(b, v, p->out_ndim, p->out);
+}
+
+/* Fails with PyTorch's message if a reduced dim is empty (max-like ops). */
+tt_error *red_require_nonempty(tt_lower_ctx *c, const char *op, const rplan *p, bool dim_given) {
+  if (!dim_given && p->count == 0 && p->n == p->ndim)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                      "Specify the reduction dim with the 'dim' argument.", op);
+  for (int k = 0; k < p->n; k++)
+    if (p->in[p->dims[k]] == 0)
+      return tt_lc_fail(c, TT_ERR_INDEX, "%s(): Expected reduction dim %" PRId64
+                        " to have non-zero size.", op, p->dims[k]);
+  return NULL;
+}
+
+/* Returns the builder's error if a helper failed it (bad dim...). */
+tt_error *red_builder_error(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  if (tt_b_error(b)) return tt_b_take_error(b);
+  return tt_error_new(TT_ERR_RUNTIME, "internal: %s failed", tt_lc_op_name(c));
+}
+
+/* Result dtype of sum/prod: dtype argument, else the out= tensor's dtype,
+ * else int64 for integral/bool inputs, else the input dtype. */
+bool red_sum_dtype(const tt_lower_ctx *c, int dtype_arg, tt_dtype in, tt_dtype *out) {
+  if (!tt_lc_is_none(c, dtype_arg)) return red_arg_dtype(c, dtype_arg, in, out);
+  if (red_written_dtype(c, out)) return true;
+  *out = tt_dtype_is_floating(in) ? in : TT_I64;
+  return true;
+}
+
+/* Zero int64 indices shaped like x. */
+tt_val red_zero_idx(tt_builder *b, tt_val x) {
+  tt_shape s = tt_b_shape(b, x);
+  s.dtype = TT_I64;
+  return tt_b_full(b, s, 0);
+}
+
+/* Slice [lo, hi) of x along dim. */
+tt_val red_slice_dim(tt_builder *b, tt_val x, int dim, int64_t lo, int64_t hi) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
+  memcpy(li, s.dims, sizeof li);
+  st[dim] = lo;
+  li[dim] = hi;
+  return tt_b_slice(b, x, st, li, NULL);
+}
+
+/* Full reduction plan of a shape (result 0-d, or all ones with keepdim). */
+void red_plan_all(rplan *p, int ndim, const int64_t *sizes, bool keepdim) {
+  memset(p, 0, sizeof *p);
+  p->ndim = ndim;
+  p->keepdim = keepdim;
+  p->count = 1;
+  for (int i = 0; i < ndim; i++) {
+    p->in[i] = sizes[i];
+    p->red[i] = true;
+    p->dims[p->n++] = i;
+    p->kept_dims[i] = 1;
+    p->count *= sizes[i];
+    if (keepdim) p->out[p->out_ndim++] = 1;
+  }
+}
