@@ -13,6 +13,10 @@
   X(reduction)         \
   X(linalg)            \
   X(nn)                \
+  X(nn_norm)           \
+  X(nn_loss)           \
+  X(nn_resample)       \
+  X(nn_pool)           \
   X(indexing)          \
   X(creation)          \
   X(optim)
