@@ -19,6 +19,10 @@
   X(pool)              \
   X(linalg_solve)      \
   X(nn)                \
+  X(nn_norm)           \
+  X(nn_loss)           \
+  X(nn_resample)       \
+  X(nn_pool)           \
   X(indexing)          \
   X(creation)          \
   X(optim)

@@ -1,0 +1,252 @@
+/* Lowerings of the nn_pool family (see lowering.h): adaptive max pool 2d
+ * and adaptive avg pool 2d/3d, forward and backward. Split out of nn.c. */
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/common.h"
+#include "ops/nn_common.h"
+
+/* ------------------------------------------------------------ adaptive max pool */
+
+/* Scatter-add of g [P..., OH, OW] into per-plane flat positions ix (same
+ * shape, i64) of planes of hw elements: result [P..., hw]. */
+static tt_val plane_scatter_add(tt_builder *b, tt_val g, tt_val ix, int64_t hw) {
+  tt_shape gs = tt_b_shape(b, g);
+  int nd = gs.ndim;
+  int64_t planes = 1, per = gs.dims[nd - 1] * gs.dims[nd - 2];
+  for (int i = 0; i < nd - 2; i++) planes *= gs.dims[i];
+  int64_t pd[3] = {planes, per, 1}, p2[2] = {planes, per};
+  tt_val lin = tt_b_reshape(b, ix, 3, pd);
+  tt_shape is = tt_shape_make(TT_I64, 3, pd);
+  tt_val pl = tt_b_iota(b, is, 0);
+  tt_val idx = tt_b_concat(b, (tt_val[]){pl, lin}, 2, 2); /* [planes, per, 2] */
+  tt_val upd = tt_b_reshape(b, g, 2, p2);
+  int64_t od[2] = {planes, hw};
+  tt_shape out = tt_shape_make(gs.dtype, 2, od);
+  char region[600];
+  tt_b_region_binary(region, sizeof region, gs.dtype, "add");
+  const char *attrs =
+      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0, 1], "
+      "scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 2>, indices_are_sorted = false, "
+      "unique_indices = false";
+  tt_val ins[3] = {tt_b_full(b, out, 0), idx, upd}, r = TT_INVALID;
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  return r;
+}
+
+/* adaptive_max_pool2d(self, output_size) -> (out, indices) */
+static tt_error *lower_adaptive_max_pool2d(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0);
+  if (!x || !x->storage || !nn_is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
+  if (x->ndim != 3 && x->ndim != 4) return tt_lc_decline(c, "rank");
+  for (int i = 0; i < x->ndim; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t os[TT_MAX_DIMS];
+  if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "adaptive_max_pool2d(): internal error: output_size.size() must be 2");
+  int nd = x->ndim;
+  int64_t O[2] = {os[0], os[1]}, I[2] = {x->sizes[nd - 2], x->sizes[nd - 1]};
+  if (O[0] <= 0 || O[1] <= 0 || O[0] > UP_MAX || O[1] > UP_MAX) return tt_lc_decline(c, "size");
+  int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 7);
+  if (!buf) return tt_lc_decline(c, "out of host memory");
+  int64_t *st[2] = {buf, buf + UP_MAX}, *en[2] = {buf + 2 * UP_MAX, buf + 3 * UP_MAX};
+  int64_t *ix = buf + 4 * UP_MAX, *vh = buf + 5 * UP_MAX, *vw = buf + 6 * UP_MAX;
+  int64_t K[2] = {0, 0};
+  for (int a = 0; a < 2; a++)
+    for (int64_t o = 0; o < O[a]; o++) {
+      st[a][o] = (o * I[a]) / O[a];
+      en[a][o] = ((o + 1) * I[a] + O[a] - 1) / O[a];
+      if (en[a][o] - st[a][o] > K[a]) K[a] = en[a][o] - st[a][o];
+    }
+  if (K[0] * K[1] > 256) {
+    free(buf);
+    return tt_lc_decline(c, "windows too large");
+  }
+  tt_val xv = tt_lc_tensor(c, 0);
+  int64_t od[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) od[i] = i < nd - 2 ? x->sizes[i] : O[i - (nd - 2)];
+  tt_shape is = tt_shape_make(TT_I64, nd, od), bs = tt_shape_make(TT_BOOL, nd, od);
+  tt_val best = TT_INVALID, bidx = TT_INVALID;
+  for (int64_t th = 0; th < K[0]; th++) {
+    for (int64_t o = 0; o < O[0]; o++) ix[o] = st[0][o] + th < I[0] ? st[0][o] + th : I[0] - 1;
+    tt_val rows = nn_take_dim(b, xv, nd - 2, ix, O[0]);
+    tt_val hpos = nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, ix, O[0]), nd, od, nd - 2);
+    for (int64_t o = 0; o < O[0]; o++) vh[o] = st[0][o] + th < en[0][o];
+    tt_val validh = tt_b_compare(b, "NE", nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, vh, O[0]), nd, od, nd - 2),
+                                 tt_b_full(b, is, 0));
+    for (int64_t tw = 0; tw < K[1]; tw++) {
+      for (int64_t o = 0; o < O[1]; o++) ix[o] = st[1][o] + tw < I[1] ? st[1][o] + tw : I[1] - 1;
+      tt_val v = nn_take_dim(b, rows, nd - 1, ix, O[1]);
+      tt_val wpos = nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, ix, O[1]), nd, od, nd - 1);
+      tt_val flat = nn_add(b, nn_mul(b, hpos, tt_b_full(b, is, (double)I[1])), wpos);
+      if (best == TT_INVALID) {
+        best = v;
+        bidx = flat;
+        continue;
+      }
+      for (int64_t o = 0; o < O[1]; o++) vw[o] = st[1][o] + tw < en[1][o];
+      tt_val validw = tt_b_compare(b, "NE", nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, vw, O[1]), nd, od, nd - 1),
+                                   tt_b_full(b, is, 0));
+      tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
+      upd = tt_b_binary(b, "and", upd, tt_b_binary(b, "and", validh, validw));
+      best = tt_b_select(b, upd, v, best);
+      bidx = tt_b_select(b, upd, flat, bidx);
+    }
+  }
+  (void)bs;
+  free(buf);
+  tt_lc_output(c, best);
+  tt_lc_output(c, bidx);
+  return NULL;
+}
+
+/* adaptive_max_pool2d_backward(grad_output, self, indices) */
+static tt_error *lower_adaptive_max_pool2d_backward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *g = tt_lc_ref(c, 0), *x = tt_lc_ref(c, 1), *ir = tt_lc_ref(c, 2);
+  if (!g || !x || !ir || !g->storage || !x->storage || !ir->storage || !nn_is_float_dt(x->dtype) ||
+      g->dtype != x->dtype || ir->dtype != TT_I64)
+    return tt_lc_decline(c, "args");
+  int nd = x->ndim;
+  if ((nd != 3 && nd != 4) || !nn_shape_is(ir, g->ndim, g->sizes) || g->ndim != nd)
+    return tt_lc_decline(c, "shapes");
+  for (int i = 0; i < nd - 2; i++)
+    if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "shapes");
+  tt_dtype acc = nn_opmath(x->dtype);
+  tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  tt_val r = plane_scatter_add(b, gv, tt_lc_tensor(c, 2), x->sizes[nd - 1] * x->sizes[nd - 2]);
+  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, r, nd, x->sizes), x->dtype));
+  return NULL;
+}
+
+/* ------------------------------------------------------------ adaptive avg pool 3d */
+
+/* Windows of adaptive pooling along one dim: [start, end) per output. */
+static int64_t adaptive_windows(int64_t O, int64_t I, int64_t *st, int64_t *en) {
+  int64_t K = 0;
+  for (int64_t o = 0; o < O; o++) {
+    st[o] = (o * I) / O;
+    en[o] = ((o + 1) * I + O - 1) / O;
+    if (en[o] - st[o] > K) K = en[o] - st[o];
+  }
+  return K;
+}
+
+/* Window sums (forward) or their transpose (backward) along dim d, with
+ * masked taps (select, so infinities stay where they belong). */
+static tt_val adaptive_sum_dim(tt_builder *b, tt_val x, int d, int64_t O, int64_t I, bool backward,
+                               int64_t *buf) {
+  int64_t *st = buf, *en = buf + UP_MAX, *ix = buf + 2 * UP_MAX, *ok = buf + 3 * UP_MAX;
+  int64_t K = adaptive_windows(O, I, st, en);
+  tt_val acc = TT_INVALID;
+  for (int64_t t = 0; t < K; t++) {
+    bool all = true;
+    for (int64_t o = 0; o < O; o++) {
+      ok[o] = st[o] + t < en[o];
+      ix[o] = ok[o] ? st[o] + t : st[o];
+      all = all && ok[o];
+    }
+    tt_val v;
+    tt_shape vs;
+    if (!backward) {
+      v = nn_take_dim(b, x, d, ix, O);
+      vs = tt_b_shape(b, v);
+    } else {
+      v = x;
+      vs = tt_b_shape(b, x);
+    }
+    if (!all) {
+      tt_shape is = vs;
+      is.dtype = TT_I64;
+      tt_val m = tt_b_compare(b, "NE", nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, ok, O), vs.ndim, vs.dims, d),
+                              tt_b_full(b, is, 0));
+      v = tt_b_select(b, m, v, tt_b_full(b, vs, 0));
+    }
+    if (backward) v = nn_put_add_dim(b, v, d, ix, O, I);
+    acc = acc == TT_INVALID ? v : nn_add(b, acc, v);
+  }
+  return acc;
+}
+
+/* _adaptive_avg_pool3d(self, output_size) and
+ * _adaptive_avg_pool3d_backward(grad_output, self) */
+static tt_error *adaptive_avg(tt_lower_ctx *c, int k, bool backward) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, backward ? 1 : 0), *g = backward ? tt_lc_ref(c, 0) : NULL;
+  if (!x || !x->storage || !nn_is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
+  int nd = x->ndim;
+  if (nd != k + 1 && nd != k + 2) return tt_lc_decline(c, "rank");
+  for (int i = 0; i < nd; i++)
+    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  int64_t O[3];
+  if (backward) {
+    if (!g || !g->storage || g->dtype != x->dtype || g->ndim != nd) return tt_lc_decline(c, "grad");
+    for (int i = 0; i < nd - k; i++)
+      if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "grad shape");
+    for (int i = 0; i < k; i++) O[i] = g->sizes[nd - k + i];
+  } else {
+    int64_t os[TT_MAX_DIMS];
+    if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != k) return tt_lc_decline(c, "output_size");
+    for (int i = 0; i < k; i++) O[i] = os[i];
+  }
+  for (int i = 0; i < k; i++)
+    if (O[i] <= 0 || O[i] > UP_MAX || x->sizes[nd - k + i] > UP_MAX) return tt_lc_decline(c, "size");
+  int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 4);
+  double *cnt = malloc(sizeof(double) * UP_MAX);
+  if (!buf || !cnt) {
+    free(buf);
+    free(cnt);
+    return tt_lc_decline(c, "out of host memory");
+  }
+  tt_dtype acc = nn_opmath(x->dtype);
+  tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  /* divisor: product of per-dim window lengths, on the output grid */
+  int64_t od[TT_MAX_DIMS];
+  for (int i = 0; i < nd; i++) od[i] = i < nd - k ? x->sizes[i] : O[i - (nd - k)];
+  tt_val div = TT_INVALID;
+  for (int i = 0; i < k; i++) {
+    int64_t I = x->sizes[nd - k + i];
+    adaptive_windows(O[i], I, buf, buf + UP_MAX);
+    for (int64_t o = 0; o < O[i]; o++) cnt[o] = (double)(buf[UP_MAX + o] - buf[o]);
+    tt_val cv = nn_along(b, nn_const_vec_dt(b, acc, cnt, NULL, O[i]), nd, od, nd - k + i);
+    div = div == TT_INVALID ? cv : nn_mul(b, div, cv);
+  }
+  if (backward) v = nn_dvd(b, v, div);
+  for (int i = k - 1; i >= 0; i--)
+    v = adaptive_sum_dim(b, v, nd - k + i, O[i], x->sizes[nd - k + i], backward, buf);
+  if (!backward) v = nn_dvd(b, v, div);
+  free(buf);
+  free(cnt);
+  tt_lc_output(c, tt_b_convert(b, v, x->dtype));
+  return NULL;
+}
+
+static tt_error *lower_adaptive_avg_pool3d(tt_lower_ctx *c) { return adaptive_avg(c, 3, false); }
+static tt_error *lower_adaptive_avg_pool3d_backward(tt_lower_ctx *c) {
+  return adaptive_avg(c, 3, true);
+}
+/* (the 2-d op lived in linalg.c as a matrix product, where 0 * inf made
+ * NaNs leak out of windows holding an infinity) */
+static tt_error *lower_adaptive_avg_pool2d(tt_lower_ctx *c) { return adaptive_avg(c, 2, false); }
+static tt_error *lower_adaptive_avg_pool2d_backward(tt_lower_ctx *c) {
+  return adaptive_avg(c, 2, true);
+}
+
+TT_LOWERINGS(nn_pool) = {
+    {lower_adaptive_max_pool2d, {"adaptive_max_pool2d", "adaptive_max_pool2d.out"}},
+    {lower_adaptive_max_pool2d_backward,
+     {"adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input"}},
+    {lower_adaptive_avg_pool3d, {"_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out"}},
+    {lower_adaptive_avg_pool2d, {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"}},
+    {lower_adaptive_avg_pool2d_backward,
+     {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out"}},
+    {lower_adaptive_avg_pool3d_backward,
+     {"_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.grad_input"}},
+    {NULL, {NULL}},
+};
