@@ -10,10 +10,14 @@
 #define TT_FAMILIES(X) \
   X(elementwise)       \
   X(unary)             \
+  X(special)           \
+  X(activations)       \
   X(reduction)         \
   X(linalg)            \
   X(nn)                \
   X(indexing)          \
+  X(scatter)           \
+  X(shape_ops)         \
   X(creation)          \
   X(optim)
 
