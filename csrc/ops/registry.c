@@ -10,6 +10,8 @@
 #define TT_FAMILIES(X) \
   X(elementwise)       \
   X(unary)             \
+  X(special)           \
+  X(activations)       \
   X(reduction)         \
   X(reduction_index)   \
   X(scan)              \
@@ -24,6 +26,8 @@
   X(nn_resample)       \
   X(nn_pool)           \
   X(indexing)          \
+  X(scatter)           \
+  X(shape_ops)         \
   X(creation)          \
   X(optim)
 

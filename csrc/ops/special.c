@@ -1,0 +1,342 @@
+/* Special and miscellaneous floating functions (see lowering.h): sinc,
+ * deg2rad/rad2deg, the gamma family (lgamma, digamma, trigamma, polygamma),
+ * entr, angle, the modified Bessel functions i0/i0e/i1/i1e, frexp, ndtri
+ * and logit (with its backward). Same dtype rules as unary.c. */
+
+#include <math.h>
+#include <string.h>
+
+#include "ops/unary_common.h"
+
+
+/* sinc: x == 0 ? 1 : sin(pi x) / (pi x) */
+static tt_val f_sinc(tt_builder *b, tt_val x) {
+  tt_val px = uc_mul(b, uc_K(b, x, M_PI), x);
+  return uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, 0)), uc_K(b, x, 1), uc_dvd(b, uc_un(b, "sine", px), px));
+}
+static tt_val f_deg2rad(tt_builder *b, tt_val x) { return uc_mul(b, x, uc_K(b, x, M_PI / 180.0)); }
+static tt_val f_rad2deg(tt_builder *b, tt_val x) { return uc_mul(b, x, uc_K(b, x, 180.0 / M_PI)); }
+static tt_val f_lgamma(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.lgamma", x); }
+/* is x a non-positive integer (a pole of the gamma function)? */
+static tt_val gamma_pole(tt_builder *b, tt_val x) {
+  return tt_b_binary(b, "and", uc_cmp(b, "LE", x, uc_K(b, x, 0)), uc_cmp(b, "EQ", uc_un(b, "floor", x), x));
+}
+/* digamma: +-0 -> -+inf, negative integers -> NaN, like PyTorch's calc_digamma */
+static tt_val f_digamma(tt_builder *b, tt_val x) {
+  tt_val r = uc_chlo(b, "chlo.digamma", x);
+  tt_val zero = uc_K(b, x, 0);
+  tt_val z = uc_sel(b, uc_cmp(b, "LT", uc_copysign_one(b, x), zero), uc_K(b, x, INFINITY), uc_K(b, x, -INFINITY));
+  r = uc_sel(b, gamma_pole(b, x), uc_K(b, x, NAN), r);
+  return uc_sel(b, uc_cmp(b, "EQ", x, zero), z, r);
+}
+/* entr: x > 0 ? -x log x : x == 0 ? 0 : -inf; NaN stays */
+static tt_val f_special_entr(tt_builder *b, tt_val x) {
+  tt_val zero = uc_K(b, x, 0);
+  tt_val r = uc_sel(b, uc_cmp(b, "EQ", x, zero), zero, uc_K(b, x, -INFINITY));
+  r = uc_sel(b, uc_cmp(b, "GT", x, zero), uc_un(b, "negate", uc_mul(b, x, uc_un(b, "log", x))), r);
+  return uc_sel(b, uc_cmp(b, "NE", x, x), x, r);
+}
+/* angle of a real number: NaN stays, x < 0 -> pi, else 0 */
+static tt_val f_angle(tt_builder *b, tt_val x) {
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_K(b, x, M_PI), uc_K(b, x, 0));
+  return uc_sel(b, uc_cmp(b, "NE", x, x), x, r);
+}
+
+FLOAT_UNARY(sinc)
+FLOAT_UNARY(deg2rad)
+FLOAT_UNARY(rad2deg)
+FLOAT_UNARY(lgamma)
+FLOAT_UNARY(digamma)
+FLOAT_UNARY(special_entr)
+FLOAT_UNARY(angle)
+
+/* Modified Bessel functions i0, i0e, i1, i1e: the Cephes Chebyshev
+ * expansions over [0, 8] and (8, inf) (the same coefficients as PyTorch's
+ * CPU kernels; float32 uses the shorter i1e sets, as PyTorch does). */
+static const double I0E_A[] = {
+    -4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
+    1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+    -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
+    9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+    -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
+    1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+    -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
+    1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+    -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
+    1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1};
+static const double I0E_B[] = {
+    -7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
+    3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+    1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
+    -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
+    7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
+    -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
+    3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
+    2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
+    8.04490411014108831608E-1};
+static const double I1E_A[] = {
+    2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
+    -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
+    3.22379336594557470981E-13, -1.98397439776494371520E-12, 1.17361862988909016308E-11,
+    -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
+    9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
+    -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
+    4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
+    -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
+    2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
+    -1.76416518357834055153E-1, 2.52587186443633654823E-1};
+static const double I1E_B[] = {
+    7.51729631084210481353E-18, 4.41434832307170791151E-18, -4.65030536848935832153E-17,
+    -3.20952592199342395980E-17, 2.96262899764595013876E-16, 3.30820231092092828324E-16,
+    -1.88035477551078244854E-15, -3.81440307243700780478E-15, 1.04202769841288027642E-14,
+    4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
+    -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
+    3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
+    -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
+    -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
+    7.78576235018280120474E-1};
+
+/* Clenshaw recurrence: 0.5 (b0 - b2) */
+static tt_val chebyshev(tt_builder *b, tt_val y, const double *coef, int n) {
+  tt_val b0 = uc_K(b, y, coef[0]), b1 = uc_K(b, y, 0), b2 = b1;
+  for (int i = 1; i < n; i++) {
+    b2 = b1;
+    b1 = b0;
+    b0 = uc_add(b, uc_sub(b, uc_mul(b, y, b1), b2), uc_K(b, y, coef[i]));
+  }
+  return uc_mul(b, uc_K(b, y, 0.5), uc_sub(b, b0, b2));
+}
+
+/* The scaled function of |x| (exp(-|x|) I(|x|)), order 0 or 1, without the sign. */
+static tt_val bessel_scaled(tt_builder *b, tt_val ax, int order) {
+  bool f32 = tt_b_dtype(b, ax) != TT_F64;
+  const double *A = order ? I1E_A : I0E_A, *B = order ? I1E_B : I0E_B;
+  int na = order ? 29 : 30, nb = 25;
+  if (order && f32) A += 12, na = 17, B += 18, nb = 7;
+  tt_val y_lo = uc_sub(b, uc_dvd(b, ax, uc_K(b, ax, 2)), uc_K(b, ax, 2));
+  tt_val lo = chebyshev(b, y_lo, A, na);
+  if (order) lo = uc_mul(b, lo, ax);
+  tt_val y_hi = uc_sub(b, uc_dvd(b, uc_K(b, ax, 32), ax), uc_K(b, ax, 2));
+  tt_val hi = uc_dvd(b, chebyshev(b, y_hi, B, nb), uc_un(b, "sqrt", ax));
+  return uc_sel(b, uc_cmp(b, "LE", ax, uc_K(b, ax, 8)), lo, hi);
+}
+
+static tt_val bessel(tt_builder *b, tt_val x, int order, bool scaled) {
+  tt_val ax = uc_un(b, "abs", x);
+  tt_val r = bessel_scaled(b, ax, order);
+  if (!scaled) r = uc_mul(b, order ? uc_un(b, "exponential", ax) : uc_un(b, "exponential", ax), r);
+  if (order) r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_un(b, "negate", r), r);
+  return r;
+}
+static tt_val f_i0(tt_builder *b, tt_val x) { return bessel(b, x, 0, false); }
+static tt_val f_special_i0e(tt_builder *b, tt_val x) { return bessel(b, x, 0, true); }
+static tt_val f_special_i1(tt_builder *b, tt_val x) { return bessel(b, x, 1, false); }
+static tt_val f_special_i1e(tt_builder *b, tt_val x) { return bessel(b, x, 1, true); }
+FLOAT_UNARY(i0)
+FLOAT_UNARY(special_i0e)
+FLOAT_UNARY(special_i1)
+FLOAT_UNARY(special_i1e)
+
+/* frexp(self) -> (mantissa in [0.5, 1), int32 exponent), computed on the
+ * bit pattern only (the XLA CPU runtime flushes subnormal floats to zero in
+ * arithmetic and comparisons; bit operations keep them). Subnormals are
+ * normalized with count_leading_zeros; 0, inf and NaN give (x, 0) like
+ * std::frexp. */
+static tt_error *lower_frexp(tt_lower_ctx *c) {
+  tt_dtype dt = uc_arg_dtype(c, 0);
+  if (!tt_dtype_is_floating(dt))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "torch.frexp() only supports floating-point dtypes");
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = uc_read_as(c, 0, dt);
+  int mbits = dt == TT_F64 ? 52 : dt == TT_F32 ? 23 : dt == TT_F16 ? 10 : 7;
+  int width = dt == TT_F64 ? 64 : dt == TT_F32 ? 32 : 16;
+  int64_t emask = dt == TT_F64 ? 0x7ff : dt == TT_F16 ? 0x1f : 0xff;
+  int64_t bias = dt == TT_F64 ? 1022 : dt == TT_F16 ? 14 : 126;
+  int64_t mmask = (INT64_C(1) << mbits) - 1;
+  tt_shape is = tt_b_shape(b, x);
+  is.dtype = dt == TT_F64 ? TT_I64 : dt == TT_F32 ? TT_I32 : TT_I16;
+#define IK(v) tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, (v)), is.ndim, is.dims)
+  tt_val bits = tt_b_bitcast(b, x, is);
+  tt_val e = tt_b_binary(b, "and", tt_b_binary(b, "shift_right_logical", bits, IK(mbits)), IK(emask));
+  tt_val m = tt_b_binary(b, "and", bits, IK(mmask));
+  tt_val sign = tt_b_binary(b, "and", bits, IK(INT64_MIN >> (64 - width)));
+  /* normal: exponent e - bias, mantissa bits m */
+  tt_val ex_n = uc_sub(b, e, IK(bias));
+  /* subnormal: leading one of m at p = width - 1 - clz(m) */
+  tt_val p = uc_sub(b, IK(width - 1), uc_un(b, "count_leading_zeros", m));
+  tt_val ex_s = uc_sub(b, uc_add(b, p, IK(1)), IK(bias + mbits));
+  tt_val m_s = tt_b_binary(b, "and", tt_b_binary(b, "shift_left", m, uc_sub(b, IK(mbits), p)), IK(mmask));
+  tt_val is_sub = uc_cmp(b, "EQ", e, IK(0));
+  tt_val mant_bits = tt_b_binary(b, "or", tt_b_binary(b, "or", sign, IK(bias << mbits)),
+                                 uc_sel(b, is_sub, m_s, m));
+  tt_val ex = uc_sel(b, is_sub, ex_s, ex_n);
+  tt_val special = tt_b_binary(b, "or", uc_cmp(b, "EQ", e, IK(emask)),
+                               tt_b_binary(b, "and", is_sub, uc_cmp(b, "EQ", m, IK(0))));
+#undef IK
+  tt_lc_output(c, uc_sel(b, special, x, tt_b_bitcast(b, mant_bits, tt_b_shape(b, x))));
+  tt_lc_output(c, tt_b_convert(b, uc_sel(b, special, tt_b_full(b, is, 0), ex), TT_I32));
+  return NULL;
+}
+
+/* trigamma as PyTorch's calc_trigamma: reflection below 0.5, six shifted
+ * terms, then the asymptotic series. */
+static tt_val f_trigamma(tt_builder *b, tt_val x0) {
+  tt_val one = uc_K(b, x0, 1);
+  tt_val refl = uc_cmp(b, "LT", x0, uc_K(b, x0, 0.5));
+  tt_val sp = uc_un(b, "sine", uc_mul(b, uc_K(b, x0, M_PI), x0));
+  tt_val result = uc_sel(b, refl, uc_un(b, "negate", uc_dvd(b, uc_K(b, x0, M_PI * M_PI), uc_mul(b, sp, sp))),
+                      uc_K(b, x0, 0));
+  tt_val x = uc_sel(b, refl, uc_sub(b, one, x0), x0);
+  for (int i = 0; i < 6; i++) {
+    result = uc_add(b, result, uc_dvd(b, one, uc_mul(b, x, x)));
+    x = uc_add(b, x, one);
+  }
+  tt_val ixx = uc_dvd(b, one, uc_mul(b, x, x));
+  tt_val poly = uc_mul(b, ixx, uc_sub(b, uc_K(b, x, 1.0 / 6), uc_mul(b, ixx, uc_sub(b, uc_K(b, x, 1.0 / 30),
+                                                                   uc_mul(b, ixx, uc_K(b, x, 1.0 / 42))))));
+  tt_val series = uc_dvd(b, uc_add(b, uc_add(b, one, uc_dvd(b, one, uc_mul(b, uc_K(b, x, 2), x))), poly), x);
+  result = uc_add(b, result, series);
+  return uc_sel(b, refl, uc_un(b, "negate", result), result);
+}
+
+/* ndtri (inverse of the standard normal CDF): the Cephes rational
+ * approximations PyTorch's calc_ndtri uses, all branches computed and
+ * selected. */
+static const double NDTRI_P0[] = {-5.99633501014107895267E1, 9.80010754185999661536E1,
+                                  -5.66762857469070293439E1, 1.39312609387279679503E1,
+                                  -1.23916583867381258016E0};
+static const double NDTRI_Q0[] = {1.0, 1.95448858338141759834E0, 4.67627912898881538453E0,
+                                  8.63602421390890590575E1, -2.25462687854119370527E2,
+                                  2.00260212380060660359E2, -8.20372256168333339912E1,
+                                  1.59056225126211695515E1, -1.18331621121330003142E0};
+static const double NDTRI_P1[] = {4.05544892305962419923E0, 3.15251094599893866154E1,
+                                  5.71628192246421288162E1, 4.40805073893200834700E1,
+                                  1.46849561928858024014E1, 2.18663306850790267539E0,
+                                  -1.40256079171354495875E-1, -3.50424626827848203418E-2,
+                                  -8.57456785154685413611E-4};
+static const double NDTRI_Q1[] = {1.0, 1.57799883256466749731E1, 4.53907635128879210584E1,
+                                  4.13172038254672030440E1, 1.50425385692907503408E1,
+                                  2.50464946208309415979E0, -1.42182922854787788574E-1,
+                                  -3.80806407691578277194E-2, -9.33259480895457427372E-4};
+static const double NDTRI_P2[] = {3.23774891776946035970E0, 6.91522889068984211695E0,
+                                  3.93881025292474443415E0, 1.33303460815807542389E0,
+                                  2.01485389549179081538E-1, 1.23716634817820021358E-2,
+                                  3.01581553508235416007E-4, 2.65806974686737550832E-6,
+                                  6.23974539184983293730E-9};
+static const double NDTRI_Q2[] = {1.0, 6.02427039364742014255E0, 3.67983563856160859403E0,
+                                  1.37702099489081330271E0, 2.16236993594496635890E-1,
+                                  1.34204006088543189037E-2, 3.28014464682127739104E-4,
+                                  2.89247864745380683936E-6, 6.79019408009981274425E-9};
+
+/* Horner: coef[0] x^n + ... + coef[n] */
+static tt_val horner(tt_builder *b, tt_val x, const double *coef, int n) {
+  tt_val r = uc_K(b, x, coef[0]);
+  for (int i = 1; i <= n; i++) r = uc_add(b, uc_mul(b, r, x), uc_K(b, x, coef[i]));
+  return r;
+}
+
+static tt_val f_special_ndtri(tt_builder *b, tt_val y0) {
+  const double e2 = 0.13533528323661269189; /* exp(-2) */
+  tt_val one = uc_K(b, y0, 1), zero = uc_K(b, y0, 0);
+  tt_val flip = uc_cmp(b, "GT", y0, uc_K(b, y0, 1 - e2));
+  tt_val y = uc_sel(b, flip, uc_sub(b, one, y0), y0);
+  /* central: |y - 0.5| <= 3/8 */
+  tt_val yc = uc_sub(b, y0, uc_K(b, y0, 0.5));
+  tt_val y2 = uc_mul(b, yc, yc);
+  tt_val xc = uc_add(b, yc, uc_mul(b, yc, uc_dvd(b, uc_mul(b, y2, horner(b, y2, NDTRI_P0, 4)),
+                                        horner(b, y2, NDTRI_Q0, 8))));
+  xc = uc_mul(b, xc, uc_K(b, y0, 2.50662827463100050242E0));
+  /* tails */
+  tt_val x = uc_un(b, "sqrt", uc_mul(b, uc_K(b, y, -2), uc_un(b, "log", y)));
+  tt_val x0 = uc_sub(b, x, uc_dvd(b, uc_un(b, "log", x), x));
+  tt_val z = uc_dvd(b, one, x);
+  tt_val r1 = uc_dvd(b, horner(b, z, NDTRI_P1, 8), horner(b, z, NDTRI_Q1, 8));
+  tt_val r2 = uc_dvd(b, horner(b, z, NDTRI_P2, 8), horner(b, z, NDTRI_Q2, 8));
+  tt_val x1 = uc_mul(b, z, uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 8)), r1, r2));
+  tt_val xt = uc_sub(b, x0, x1);
+  xt = uc_sel(b, flip, xt, uc_un(b, "negate", xt));
+  tt_val r = uc_sel(b, uc_cmp(b, "GT", y, uc_K(b, y, e2)), xc, xt);
+  r = uc_sel(b, tt_b_binary(b, "or", uc_cmp(b, "LT", y0, zero), uc_cmp(b, "GT", y0, one)), uc_K(b, y0, NAN), r);
+  r = uc_sel(b, uc_cmp(b, "EQ", y0, one), uc_K(b, y0, INFINITY), r);
+  return uc_sel(b, uc_cmp(b, "EQ", y0, zero), uc_K(b, y0, -INFINITY), r);
+}
+FLOAT_UNARY(special_ndtri)
+
+/* polygamma(n, self) (in place: polygamma_(self, n)). n = 0 is digamma. */
+static tt_error *lower_polygamma(tt_lower_ctx *c) {
+  bool n_first = tt_lc_kind(c, 0) == TT_ARG_INT;
+  int xi = n_first ? 1 : 0;
+  int64_t n = tt_lc_int(c, n_first ? 0 : 1, 0);
+  if (n < 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "polygamma(n, x) does not support negative n.");
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype out = uc_float_result(uc_arg_dtype(c, xi));
+  tt_val x = uc_read_as(c, xi, uc_opmath(out)), r;
+  if (n == 0) r = f_digamma(b, x);
+  else if (n == 1) r = f_trigamma(b, x);
+  else /* CPU's Cephes zeta differs from chlo.polygamma for x < 0 */
+    return tt_lc_decline(c, "polygamma with n >= 2");
+  tt_lc_output(c, tt_b_convert(b, r, out));
+  return NULL;
+}
+
+/* logit(self, eps=None): log(z / (1 - z)), z = clamp(x, eps, 1 - eps) when eps >= 0 */
+static double logit_eps(tt_lower_ctx *c, int i) {
+  return tt_lc_nargs(c) > i && !tt_lc_is_none(c, i) ? tt_lc_double(c, i, -1.0) : -1.0;
+}
+
+static tt_error *lower_logit(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  tt_dtype out = uc_float_result(uc_arg_dtype(c, 0));
+  tt_dtype cm = uc_opmath(out);
+  tt_val x = uc_read_as(c, 0, cm);
+  double eps = logit_eps(c, 1);
+  if (eps >= 0) {
+    /* lo = eps, hi = 1 - eps, both rounded to the tensor dtype */
+    tt_val lo = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, eps), out), cm);
+    tt_val hi = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, 1 - eps), out), cm);
+    x = uc_sel(b, uc_cmp(b, "LT", x, lo), lo, uc_sel(b, uc_cmp(b, "GT", x, hi), hi, x));
+  }
+  tt_val r = uc_un(b, "log", uc_dvd(b, x, uc_sub(b, uc_K(b, x, 1), x)));
+  tt_lc_output(c, tt_b_convert(b, r, out));
+  return NULL;
+}
+
+/* logit_backward(grad, self, eps): outside [lo, hi] -> 0 (eps >= 0) or NaN
+ * (outside [0, 1], eps < 0); else grad / (x (1 - x)) */
+static tt_error *lower_logit_backward(tt_lower_ctx *c) {
+  TT_TRY(uc_require_float(c, 0));
+  FLOAT_SELF(1);
+  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
+  double eps = logit_eps(c, 2);
+  tt_val r = uc_dvd(b, g, uc_mul(b, x, uc_sub(b, uc_K(b, x, 1), x)));
+  tt_val lo, hi;
+  if (eps >= 0) {
+    lo = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, eps), dt), uc_opmath(dt));
+    hi = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, 1 - eps), dt), uc_opmath(dt));
+  } else {
+    lo = uc_K(b, x, 0);
+    hi = uc_K(b, x, 1);
+  }
+  tt_val outside = tt_b_binary(b, "or", uc_cmp(b, "LT", x, lo), uc_cmp(b, "GT", x, hi));
+  return OUT(uc_sel(b, outside, uc_K(b, x, eps >= 0 ? 0.0 : NAN), r));
+}
+
+/* ------------------------------------------------------------ table */
+
+TT_LOWERINGS(special) = {
+    FU(sinc), FU(deg2rad), FU(rad2deg), FU(lgamma), FU(digamma),
+    {lower_angle, {"angle", "angle.out"}},
+    {lower_special_entr, {"special_entr", "special_entr.out"}},
+    {lower_polygamma, {"polygamma", "polygamma_", "polygamma.out"}},
+    FU(logit),
+    {lower_logit_backward, {"logit_backward", "logit_backward.grad_input"}},
+    FU(i0),
+    {lower_special_i0e, {"special_i0e", "special_i0e.out"}},
+    {lower_special_i1, {"special_i1", "special_i1.out"}},
+    {lower_special_i1e, {"special_i1e", "special_i1e.out"}},
+    {lower_frexp, {"frexp.Tensor", "frexp.Tensor_out"}},
+    {lower_special_ndtri, {"special_ndtri", "special_ndtri.out"}},
+    {NULL, {NULL}},
+};
