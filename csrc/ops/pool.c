@@ -212,6 +212,35 @@ static tt_error *lower_max_pool2d(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* Scatter-adds gradient g [N, C, *out] at flat per-plane input indices ix
+ * (i64, same shape) into zeros [N, C, *in] of dtype acc: max-pool backward. */
+static tt_val scatter_to_planes(tt_builder *b, tt_val g, tt_val ix, tt_shape gs, int n_spatial,
+                                const int64_t *in, tt_dtype acc) {
+  int64_t N = gs.dims[0], C = gs.dims[1], plane = 1;
+  for (int i = 0; i < n_spatial; i++) plane *= in[i];
+  int64_t nout = tt_shape_numel(&gs), total = N * C * plane;
+  tt_shape is = tt_shape_make(TT_I64, gs.ndim, gs.dims);
+  tt_val pl = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)C)),
+                          tt_b_iota(b, is, 1));
+  tt_val lin = tt_b_binary(b, "add", tt_b_binary(b, "multiply", pl, tt_b_full(b, is, (double)plane)), ix);
+  int64_t idims[2] = {nout, 1};
+  lin = tt_b_reshape(b, lin, 2, idims);
+  tt_val upd = tt_b_reshape(b, g, 1, &nout);
+  tt_val base = tt_b_full(b, tt_shape_make(acc, 1, &total), 0);
+  char region[600];
+  tt_b_region_binary(region, sizeof region, acc, "add");
+  const char *attrs =
+      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+      "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "
+      "unique_indices = false";
+  tt_val ins[3] = {base, lin, upd}, r;
+  tt_shape out = tt_shape_make(acc, 1, &total);
+  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  int64_t dims[TT_MAX_DIMS] = {N, C};
+  for (int i = 0; i < n_spatial; i++) dims[2 + i] = in[i];
+  return tt_b_reshape(b, r, 2 + n_spatial, dims);
+}
+
 /* max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride,
  * padding, dilation, ceil_mode, indices): scatter-add of the gradients to
  * the recorded per-plane flat positions. */
@@ -233,27 +262,8 @@ static tt_error *lower_max_pool2d_backward(tt_lower_ctx *c) {
   tt_val g = as4d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
   tt_val ix = as4d(b, tt_lc_tensor(c, 7));
   tt_shape gs = tt_b_shape(b, g);
-  int64_t N = gs.dims[0], C = gs.dims[1], H = pp.in[0], W = pp.in[1];
-  int64_t nout = tt_shape_numel(&gs), plane = H * W, total = N * C * plane;
-  tt_shape is = tt_shape_make(TT_I64, 4, gs.dims);
-  tt_val pl = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)C)),
-                          tt_b_iota(b, is, 1));
-  tt_val lin = tt_b_binary(b, "add", tt_b_binary(b, "multiply", pl, tt_b_full(b, is, (double)plane)), ix);
-  int64_t idims[2] = {nout, 1};
-  lin = tt_b_reshape(b, lin, 2, idims);
-  tt_val upd = tt_b_reshape(b, g, 1, &nout);
-  tt_val base = tt_b_full(b, tt_shape_make(acc, 1, &total), 0);
-  char region[600];
-  tt_b_region_binary(region, sizeof region, acc, "add");
-  const char *attrs =
-      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
-      "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "
-      "unique_indices = false";
-  tt_val ins[3] = {base, lin, upd}, r;
-  tt_shape out = tt_shape_make(acc, 1, &total);
-  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
-  int64_t d4[4] = {N, C, H, W};
-  r = tt_b_reshape(b, r, 4, d4);
+  int64_t H = pp.in[0], W = pp.in[1];
+  tt_val r = scatter_to_planes(b, g, ix, gs, 2, pp.in, acc);
   tt_lc_output(c, tt_b_convert(b, back_to(b, r, xr, H, W), dt));
   return NULL;
 }
@@ -636,27 +646,7 @@ static tt_error *lower_max_pool3d_backward(tt_lower_ctx *c) {
   tt_val g = as5d(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
   tt_val ix = as5d(b, tt_lc_tensor(c, 7));
   tt_shape gs = tt_b_shape(b, g);
-  int64_t N = gs.dims[0], C = gs.dims[1], plane = pp.in[0] * pp.in[1] * pp.in[2];
-  int64_t nout = tt_shape_numel(&gs), total = N * C * plane;
-  tt_shape is = tt_shape_make(TT_I64, 5, gs.dims);
-  tt_val pl = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)C)),
-                          tt_b_iota(b, is, 1));
-  tt_val lin = tt_b_binary(b, "add", tt_b_binary(b, "multiply", pl, tt_b_full(b, is, (double)plane)), ix);
-  int64_t idims[2] = {nout, 1};
-  lin = tt_b_reshape(b, lin, 2, idims);
-  tt_val upd = tt_b_reshape(b, g, 1, &nout);
-  tt_val base = tt_b_full(b, tt_shape_make(acc, 1, &total), 0);
-  char region[600];
-  tt_b_region_binary(region, sizeof region, acc, "add");
-  const char *attrs =
-      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
-      "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "
-      "unique_indices = false";
-  tt_val ins[3] = {base, lin, upd}, r;
-  tt_shape out = tt_shape_make(acc, 1, &total);
-  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
-  int64_t d5[5] = {N, C, pp.in[0], pp.in[1], pp.in[2]};
-  r = tt_b_reshape(b, r, 5, d5);
+  tt_val r = scatter_to_planes(b, g, ix, gs, 3, pp.in, acc);
   tt_lc_output(c, tt_b_convert(b, back_to_in(b, r, xr, pp.in), dt));
   return NULL;
 }
