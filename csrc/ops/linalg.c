@@ -77,19 +77,27 @@ static tt_val bmatmul(tt_builder *b, tt_val x, tt_val y, int n_batch, tt_dtype d
 
 /* ====================================================== matrix products */
 
-/* mm(self, mat2) */
-static tt_error *lower_mm(tt_lower_ctx *c) {
-  int args[2] = {0, 1};
-  tt_dtype dt;
-  TT_TRY(same_dtype(c, args, 2, &dt));
-  const tt_tensor_ref *a = tt_lc_ref(c, 0), *m = tt_lc_ref(c, 1);
-  if (a->ndim != 2) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "self must be a matrix");
-  if (m->ndim != 2) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "mat2 must be a matrix");
+/* Both operands 2-D with matching inner sizes, with PyTorch's messages
+ * (rank messages may take the operand's rank as %d). */
+static tt_error *check_mm(tt_lower_ctx *c, int i1, int i2, const char *rank1_msg,
+                          const char *rank2_msg) {
+  const tt_tensor_ref *a = tt_lc_ref(c, i1), *m = tt_lc_ref(c, i2);
+  if (a->ndim != 2) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, rank1_msg, a->ndim);
+  if (m->ndim != 2) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, rank2_msg, m->ndim);
   if (a->sizes[1] != m->sizes[0])
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "mat1 and mat2 shapes cannot be multiplied (%" PRId64 "x%" PRId64
                       " and %" PRId64 "x%" PRId64 ")",
                       a->sizes[0], a->sizes[1], m->sizes[0], m->sizes[1]);
+  return NULL;
+}
+
+/* mm(self, mat2) */
+static tt_error *lower_mm(tt_lower_ctx *c) {
+  int args[2] = {0, 1};
+  tt_dtype dt;
+  TT_TRY(same_dtype(c, args, 2, &dt));
+  TT_TRY(check_mm(c, 0, 1, "self must be a matrix", "mat2 must be a matrix"));
   tt_builder *b = tt_lc_builder(c);
   tt_lc_output(c, tt_b_convert(b, bmatmul(b, tt_lc_tensor(c, 0), tt_lc_tensor(c, 1), 0, dt), dt));
   return NULL;
@@ -101,14 +109,8 @@ static tt_error *lower_addmm(tt_lower_ctx *c) {
   tt_dtype dt;
   TT_TRY(same_dtype(c, args, 3, &dt));
   TT_TRY(check_scalars(c, dt, 3, 4));
-  const tt_tensor_ref *a = tt_lc_ref(c, 1), *m = tt_lc_ref(c, 2);
-  if (a->ndim != 2) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "mat1 must be a matrix, got %d-D tensor", a->ndim);
-  if (m->ndim != 2) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "mat2 must be a matrix, got %d-D tensor", m->ndim);
-  if (a->sizes[1] != m->sizes[0])
-    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
-                      "mat1 and mat2 shapes cannot be multiplied (%" PRId64 "x%" PRId64
-                      " and %" PRId64 "x%" PRId64 ")",
-                      a->sizes[0], a->sizes[1], m->sizes[0], m->sizes[1]);
+  TT_TRY(check_mm(c, 1, 2, "mat1 must be a matrix, got %d-D tensor",
+                  "mat2 must be a matrix, got %d-D tensor"));
   tt_builder *b = tt_lc_builder(c);
   return axpby(c, 0, 3, 4, bmatmul(b, tt_lc_tensor(c, 1), tt_lc_tensor(c, 2), 0, dt), dt);
 }

@@ -103,20 +103,33 @@ static tt_error *lower_index_add(tt_lower_ctx *c) {
 
 /* ------------------------------------------------------------ gather / scatter */
 
+/* Common checks of gather/scatter(self, dim, index, ...): tensors on the
+ * device, an integer index of self's rank; *dim wrapped (-1 on failure). */
+static tt_error *dim_index_args(tt_lower_ctx *c, const char *op, const tt_tensor_ref **self,
+                                const tt_tensor_ref **index, int64_t *dim) {
+  *dim = -1;
+  *self = tt_lc_ref(c, 0);
+  *index = tt_lc_ref(c, 2);
+  const tt_tensor_ref *s = *self, *ix = *index;
+  if (!s || !ix || !s->storage || !ix->storage || s->ndim == 0)
+    return tt_lc_decline(c, "0-dim or CPU operands");
+  if (!ix_is_index_dtype(ix->dtype)) {
+    if (ix_numel_of(ix->ndim, ix->sizes) == 0) return tt_lc_decline(c, "empty index of another dtype");
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s(): Expected dtype int32/int64 for index", op);
+  }
+  *dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), s->ndim);
+  if (*dim < 0) return NULL;
+  if (ix->ndim != s->ndim) return tt_lc_decline(c, "index rank differs from self (torch raises)");
+  return NULL;
+}
+
 /* gather(self, dim, index, sparse_grad): out[i][j] = self[index[i][j]][j] (dim 0). */
 static tt_error *lower_gather(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
-  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2);
-  if (!self || !index || !self->storage || !index->storage || self->ndim == 0)
-    return tt_lc_decline(c, "0-dim or CPU operands");
-  if (!ix_is_index_dtype(index->dtype)) {
-    if (ix_numel_of(index->ndim, index->sizes) == 0) return tt_lc_decline(c, "empty index of another dtype");
-    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "gather(): Expected dtype int32/int64 for index");
-  }
-  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), self->ndim);
-  if (dim < 0) return NULL;
-  if (index->ndim != self->ndim)
-    return tt_lc_decline(c, "index rank differs from self (torch raises)");
+  const tt_tensor_ref *self, *index;
+  int64_t dim;
+  tt_error *err = dim_index_args(c, "gather", &self, &index, &dim);
+  if (err || dim < 0) return err; /* dim < 0: the builder holds the error */
   for (int k = 0; k < self->ndim; k++)
     if (k != dim && index->sizes[k] > self->sizes[k])
       return tt_lc_decline(c, "index larger than self (torch raises)");
@@ -138,17 +151,10 @@ static tt_error *lower_gather(tt_lower_ctx *c) {
  * "multiply". Only src[index.shape] is used, like torch. */
 static tt_error *scatter_common(tt_lower_ctx *c, const char *combine) {
   tt_builder *b = tt_lc_builder(c);
-  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2);
-  if (!self || !index || !self->storage || !index->storage || self->ndim == 0)
-    return tt_lc_decline(c, "0-dim or CPU operands");
-  if (!ix_is_index_dtype(index->dtype)) {
-    if (ix_numel_of(index->ndim, index->sizes) == 0) return tt_lc_decline(c, "empty index of another dtype");
-    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "scatter(): Expected dtype int32/int64 for index");
-  }
-  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), self->ndim);
-  if (dim < 0) return NULL;
-  if (index->ndim != self->ndim)
-    return tt_lc_decline(c, "index rank differs from self (torch raises)");
+  const tt_tensor_ref *self, *index;
+  int64_t dim;
+  tt_error *err = dim_index_args(c, "scatter", &self, &index, &dim);
+  if (err || dim < 0) return err; /* dim < 0: the builder holds the error */
   tt_dtype dt = self->dtype;
   if (combine && dt == TT_BOOL) return tt_lc_decline(c, "reducing scatter on bool");
   const tt_tensor_ref *src = tt_lc_ref(c, 3);
