@@ -228,9 +228,15 @@ static tt_val to_shape(tt_builder *b, tt_val flat, const tt_tensor_ref *r) {
   return tt_b_reshape(b, flat, r->ndim, r->sizes);
 }
 
-static tt_error *check_random_target(tt_lower_ctx *c, const tt_tensor_ref *self, int gen_arg) {
+/* A random op's target: a device tensor, the default generator, and (when
+ * float_kernel names the CPU kernel for PyTorch's message) a float dtype. */
+static tt_error *check_random_target(tt_lower_ctx *c, const tt_tensor_ref *self, int gen_arg,
+                                     const char *float_kernel) {
   if (!self) return tt_lc_decline(c, "self is not a tensor");
   if (tt_lc_kind(c, gen_arg) == TT_ARG_GENERATOR) return tt_lc_decline(c, "explicit generator");
+  if (float_kernel && !tt_dtype_is_floating(self->dtype))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "\"%s\" not implemented for '%s'", float_kernel,
+                      tt_dtype_name(self->dtype));
   return NULL;
 }
 
@@ -239,11 +245,8 @@ static tt_error *check_random_target(tt_lower_ctx *c, const tt_tensor_ref *self,
 static tt_error *lower_uniform(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *self = tt_lc_ref(c, 0);
-  TT_TRY(check_random_target(c, self, 3));
+  TT_TRY(check_random_target(c, self, 3, "check_uniform_bounds"));
   tt_dtype dt = self->dtype;
-  if (!tt_dtype_is_floating(dt))
-    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "\"check_uniform_bounds\" not implemented for '%s'",
-                      tt_dtype_name(dt));
   double from = tt_lc_double(c, 1, 0.0), to = tt_lc_double(c, 2, 1.0);
   if (!(from <= to))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
@@ -290,11 +293,8 @@ static tt_val standard_normal(tt_lower_ctx *c, int64_t n, tt_dtype ct) {
 static tt_error *lower_normal_(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *self = tt_lc_ref(c, 0);
-  TT_TRY(check_random_target(c, self, 3));
+  TT_TRY(check_random_target(c, self, 3, "normal_kernel_cpu"));
   tt_dtype dt = self->dtype;
-  if (!tt_dtype_is_floating(dt))
-    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "\"normal_kernel_cpu\" not implemented for '%s'",
-                      tt_dtype_name(dt));
   double mean = tt_lc_double(c, 1, 0.0), std = tt_lc_double(c, 2, 1.0);
   if (std < 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "normal expects std >= 0.0, but found std %g", std);
   int64_t n = numel_of(self);
@@ -361,7 +361,7 @@ static tt_error *lower_normal(tt_lower_ctx *c) {
 static tt_error *lower_bernoulli_float(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *self = tt_lc_ref(c, 0);
-  TT_TRY(check_random_target(c, self, 2));
+  TT_TRY(check_random_target(c, self, 2, NULL));
   double p = tt_lc_double(c, 1, 0.5);
   if (!(p >= 0 && p <= 1))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "bernoulli_ expects p to be in [0, 1], but got p=%g", p);
@@ -386,7 +386,7 @@ static tt_error *lower_bernoulli_tensor(tt_lower_ctx *c) {
   const tt_tensor_ref *self = tt_lc_ref(c, 0);
   bool inplace = tt_lc_nargs(c) >= 3;
   int ip = inplace ? 1 : 0;
-  TT_TRY(check_random_target(c, self, inplace ? 2 : 1));
+  TT_TRY(check_random_target(c, self, inplace ? 2 : 1, NULL));
   const tt_tensor_ref *p = tt_lc_ref(c, ip);
   if (!p) return tt_lc_decline(c, "p is not a tensor");
   if (!tt_dtype_is_floating(p->dtype)) return tt_lc_decline(c, "p of dtype %s", tt_dtype_name(p->dtype));
@@ -431,7 +431,7 @@ static tt_error *lower_random(tt_lower_ctx *c) {
   const tt_tensor_ref *self = tt_lc_ref(c, 0);
   bool is_from = strstr(name, ".from") != NULL, is_to = strstr(name, ".to") != NULL;
   int gen = is_from ? 3 : (is_to ? 2 : 1);
-  TT_TRY(check_random_target(c, self, gen));
+  TT_TRY(check_random_target(c, self, gen, NULL));
   tt_dtype dt = self->dtype;
   uint64_t max;
   if (!random_max(dt, &max)) return tt_lc_decline(c, "random_ into %s", tt_dtype_name(dt));
@@ -494,11 +494,8 @@ static tt_error *lower_random(tt_lower_ctx *c) {
 static tt_error *lower_exponential(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *self = tt_lc_ref(c, 0);
-  TT_TRY(check_random_target(c, self, 2));
+  TT_TRY(check_random_target(c, self, 2, "exponential_cpu"));
   tt_dtype dt = self->dtype;
-  if (!tt_dtype_is_floating(dt))
-    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "\"exponential_cpu\" not implemented for '%s'",
-                      tt_dtype_name(dt));
   double lambd = tt_lc_double(c, 1, 1.0);
   if (!(lambd > 0))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
