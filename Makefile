@@ -58,9 +58,12 @@ $(CORE_LIB): $(CORE_OBJS)
 $(EXTENSION): $(CXX_OBJS) $(CORE_LIB)
 	$(CXX) -shared -o $@ $(CXX_OBJS) $(CORE_LIB) $(TORCH_LDFLAGS) -ldl -lpthread
 
-build: $(DEPS_STAMP) $(EXTENSION) $(BUILD)/test_core
+build: $(DEPS_STAMP) $(EXTENSION) $(BUILD)/test_core $(BUILD)/test_disk_cache
 
 $(BUILD)/test_core: tests/c/test_core.c $(CORE_LIB)
+	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
+
+$(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
 
 PLUGIN = $(shell $(PY) -c "import os,xla_plugins; print(os.path.join(list(xla_plugins.__path__)[0],'xla_cpu_pjrt','xla_cpu_pjrt.so'))")
@@ -69,6 +72,7 @@ PLUGIN = $(shell $(PY) -c "import os,xla_plugins; print(os.path.join(list(xla_pl
 # frames inside the plugin); without valgrind it runs plainly.
 test-c: build
 	$(BUILD)/test_core $(PLUGIN)
+	$(BUILD)/test_disk_cache $(PLUGIN)
 	$(MAKE) -f tests/c/Makefile.runtime PLUGIN=$(PLUGIN) \
 	  $(if $(shell command -v valgrind),valgrind,run-runtime)
 

@@ -267,6 +267,58 @@ tt_error *tt_disk_cache_open(const char *root_dir, const char *fingerprint, uint
   return NULL;
 }
 
+bool tt_disk_cache_parse_size(const char *text, uint64_t *bytes) {
+  if (!text) return false;
+  const char *p = text;
+  while (*p == ' ') p++;
+  uint64_t n = 0;
+  int digits = 0;
+  for (; *p >= '0' && *p <= '9'; p++, digits++) {
+    if (n > UINT64_MAX / 10) return false;
+    n = n * 10 + (uint64_t)(*p - '0');
+  }
+  if (!digits || n == 0) return false;
+  int shift = 0;
+  switch (*p) {
+    case 'k': case 'K': shift = 10; p++; break;
+    case 'm': case 'M': shift = 20; p++; break;
+    case 'g': case 'G': shift = 30; p++; break;
+    case 't': case 'T': shift = 40; p++; break;
+    default: break;
+  }
+  if ((p[0] == 'i' || p[0] == 'I') && (p[1] == 'b' || p[1] == 'B') && shift) p += 2;
+  else if (*p == 'b' || *p == 'B') p++;
+  while (*p == ' ') p++;
+  if (*p || n > (UINT64_MAX >> shift)) return false;
+  *bytes = n << shift;
+  return true;
+}
+
+tt_error *tt_disk_cache_open_default(const char *fingerprint, tt_disk_cache **out) {
+  if (!out) return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_disk_cache_open_default: NULL out");
+  *out = NULL;
+  const char *enabled = getenv("TORCH_TPU_CACHE");
+  if (enabled && !strcmp(enabled, "0")) return NULL;
+  uint64_t max_bytes = TT_DISK_CACHE_DEFAULT_MAX_BYTES;
+  const char *size = getenv("TORCH_TPU_CACHE_MAX_BYTES");
+  if (size && *size && !tt_disk_cache_parse_size(size, &max_bytes))
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                        "TORCH_TPU_CACHE_MAX_BYTES=%s: expected a positive byte count such as "
+                        "10737418240 or 10G",
+                        size);
+  const char *dir = getenv("TORCH_TPU_CACHE_DIR");
+  if (dir && *dir) return tt_disk_cache_open(dir, fingerprint, max_bytes, out);
+  const char *home = getenv("HOME");
+  if (!home || !*home)
+    return tt_error_new(TT_ERR_RUNTIME,
+                        "no cache directory: set TORCH_TPU_CACHE_DIR (HOME is not set)");
+  char *cache = join(home, ".cache/torch_tpu");
+  if (!cache) return oom();
+  tt_error *err = tt_disk_cache_open(cache, fingerprint, max_bytes, out);
+  free(cache);
+  return err;
+}
+
 void tt_disk_cache_close(tt_disk_cache *c) {
   if (!c) return;
   pthread_mutex_destroy(&c->lock);

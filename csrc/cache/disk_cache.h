@@ -17,6 +17,7 @@
 #ifndef TT_CACHE_DISK_CACHE_H
 #define TT_CACHE_DISK_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,16 @@ typedef struct {
 tt_error *tt_disk_cache_open(const char *root_dir, const char *fingerprint, uint64_t max_bytes,
                              tt_disk_cache **out);
 void tt_disk_cache_close(tt_disk_cache *c); /* accepts NULL */
+
+/* Opens the cache the environment asks for: TORCH_TPU_CACHE=0 disables it
+ * (*out NULL, no error); TORCH_TPU_CACHE_DIR (default ~/.cache/torch_tpu);
+ * TORCH_TPU_CACHE_MAX_BYTES (bytes, or with a K/M/G/T suffix in powers of
+ * 1024; default 10G). A malformed size is an error naming the variable. */
+tt_error *tt_disk_cache_open_default(const char *fingerprint, tt_disk_cache **out);
+#define TT_DISK_CACHE_DEFAULT_MAX_BYTES (UINT64_C(10) << 30)
+
+/* Parses a TORCH_TPU_CACHE_MAX_BYTES value; false if malformed or zero. */
+bool tt_disk_cache_parse_size(const char *text, uint64_t *bytes);
 
 /* The directory entries live in (for messages and tests). */
 const char *tt_disk_cache_dir(const tt_disk_cache *c);
