@@ -68,11 +68,15 @@ $(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
 
 PLUGIN = $(shell $(PY) -c "import os,xla_plugins; print(os.path.join(list(xla_plugins.__path__)[0],'xla_cpu_pjrt','xla_cpu_pjrt.so'))")
 
-# The runtime test runs under valgrind memcheck (suppressions cover only
-# frames inside the plugin); without valgrind it runs plainly.
+# The runtime and disk cache tests run under valgrind memcheck (suppressions
+# cover only frames inside the plugin); without valgrind they run plainly.
+MEMCHECK = $(if $(shell command -v valgrind),TT_BENCH_ITERS=3 valgrind --error-exitcode=99 \
+  --leak-check=full --show-leak-kinds=definite,indirect,possible \
+  --errors-for-leak-kinds=definite,indirect,possible --suppressions=tests/c/valgrind.supp)
+
 test-c: build
 	$(BUILD)/test_core $(PLUGIN)
-	$(BUILD)/test_disk_cache $(PLUGIN)
+	$(MEMCHECK) $(BUILD)/test_disk_cache $(PLUGIN)
 	$(MAKE) -f tests/c/Makefile.runtime PLUGIN=$(PLUGIN) \
 	  $(if $(shell command -v valgrind),valgrind,run-runtime)
 

@@ -203,7 +203,7 @@ static void scan_and_evict(tt_disk_cache *c) {
       list = grown;
       cap = nc;
     }
-    snprintf(list[n].name, sizeof list[n].name, "%s", de->d_name);
+    memcpy(list[n].name, de->d_name, strlen(de->d_name) + 1); /* 36 chars: is_entry_name */
     list[n].size = (uint64_t)st.st_size;
     list[n].mtime = st.st_mtim;
     total += (uint64_t)st.st_size;

@@ -319,6 +319,7 @@ static void test_concurrent_processes(void) {
   for (int p = 0; p < PROCS; p++) {
     pids[p] = fork();
     if (pids[p] == 0) {
+      tt_disk_cache_close(c); /* the parent's handle, copied by fork */
       tt_disk_cache *mine = NULL;
       tt_error *err = tt_disk_cache_open(root, "test-plugin;xla=1", 64 << 20, &mine);
       int bad = err != NULL;
@@ -638,6 +639,26 @@ static void test_program_round_trip(tt_runtime *rt, int iters) {
   }
   CHECK(refused == tried, "%d of %d truncated blobs refused", refused, tried);
   unsigned char *bad = malloc(len);
+  /* Any single flipped bit in the plan (before the executable bytes, which
+   * the disk cache's checksum guards) loads or is refused; never a crash. */
+  size_t exe_len = 0;
+  if (p->exe) {
+    void *exe_bytes = NULL;
+    tt_error_free(tt_executable_serialize(p->exe, &exe_bytes, &exe_len));
+    free(exe_bytes);
+  }
+  int handled = 0, plan_bytes = (int)(len - exe_len - 8);
+  for (int i = 0; i < plan_bytes; i++) {
+    memcpy(bad, blob, len);
+    bad[i] ^= (unsigned char)(1u << (i % 8));
+    q = NULL;
+    tt_error *e = tt_program_deserialize(rt, bad, len, &q);
+    handled += (e != NULL) != (q != NULL);
+    tt_error_free(e);
+    tt_program_free(q);
+  }
+  CHECK(plan_bytes > 100 && handled == plan_bytes, "%d of %d bit flips handled", handled,
+        plan_bytes);
   memcpy(bad, blob, len);
   bad[8] ^= 1; /* version */
   tt_error *err = tt_program_deserialize(rt, bad, len, &q);
