@@ -1,6 +1,9 @@
 #include "cache/disk_cache.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -231,6 +234,107 @@ static void scan_and_evict(tt_disk_cache *c) {
   c->puts_since_scan = 0;
   pthread_mutex_unlock(&c->lock);
   pthread_mutex_unlock(&c->scan_lock);
+}
+
+/* ------------------------------------------------------------ code id */
+
+static pthread_once_t code_id_once = PTHREAD_ONCE_INIT;
+static char code_id[33];       /* written once under code_id_once */
+static char code_id_error[256]; /* or why it could not be computed */
+
+/* The GNU build-id note of the loaded object containing `addr`: a hash the
+ * linker computed over the binary's contents, free to read from memory. */
+typedef struct {
+  uintptr_t addr;
+  const unsigned char *id;
+  size_t id_len;
+} build_id_search;
+
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  build_id_search *q = data;
+  bool contains = false;
+  for (int i = 0; i < info->dlpi_phnum && !contains; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+    contains = ph->p_type == PT_LOAD && q->addr >= start && q->addr < start + ph->p_memsz;
+  }
+  if (!contains) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE) continue;
+    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+    const unsigned char *end = p + ph->p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+      const unsigned char *name = p + sizeof *nh;
+      const unsigned char *desc = name + ((nh->n_namesz + 3) & ~3u);
+      if (desc + nh->n_descsz > end) break;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+          nh->n_descsz > 0) {
+        q->id = desc;
+        q->id_len = nh->n_descsz;
+        return 1;
+      }
+      p = desc + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1; /* our object, without a build id */
+}
+
+/* Without a build id (linked with --build-id=none): hash the file itself. */
+static void hash_own_file(tt_blake2b_state *s) {
+  Dl_info info;
+  if (!dladdr((void *)&tt_disk_cache_code_id, &info) || !info.dli_fname) {
+    snprintf(code_id_error, sizeof code_id_error, "cannot find the torch_tpu core binary");
+    return;
+  }
+  int fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+  unsigned char *buf = malloc(1 << 20);
+  if (fd < 0 || !buf) {
+    snprintf(code_id_error, sizeof code_id_error, "cannot read %s: %s", info.dli_fname,
+             fd < 0 ? strerror(errno) : "out of memory");
+    if (fd >= 0) close(fd);
+    free(buf);
+    return;
+  }
+  for (;;) {
+    ssize_t r = read(fd, buf, 1 << 20);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      snprintf(code_id_error, sizeof code_id_error, "cannot read %s: %s", info.dli_fname,
+               strerror(errno));
+      break;
+    }
+    if (r == 0) break;
+    tt_blake2b_update(s, buf, (size_t)r);
+  }
+  close(fd);
+  free(buf);
+}
+
+static void compute_code_id(void) {
+  build_id_search q = {(uintptr_t)&tt_disk_cache_code_id, NULL, 0};
+  dl_iterate_phdr(find_build_id, &q);
+  tt_blake2b_state s;
+  tt_blake2b_init(&s, 16);
+  if (q.id) {
+    tt_blake2b_update(&s, "gnu-build-id:", 13);
+    tt_blake2b_update(&s, q.id, q.id_len);
+  } else {
+    hash_own_file(&s);
+    if (code_id_error[0]) return;
+  }
+  unsigned char h[16];
+  tt_blake2b_final(&s, h);
+  to_hex(h, sizeof h, code_id);
+}
+
+tt_error *tt_disk_cache_code_id(char out[33]) {
+  pthread_once(&code_id_once, compute_code_id);
+  if (!code_id[0]) return tt_error_new(TT_ERR_RUNTIME, "%s", code_id_error);
+  memcpy(out, code_id, sizeof code_id);
+  return NULL;
 }
 
 /* ------------------------------------------------------------ open / close */

@@ -47,6 +47,14 @@ void tt_disk_cache_close(tt_disk_cache *c); /* accepts NULL */
 tt_error *tt_disk_cache_open_default(const char *fingerprint, tt_disk_cache **out);
 #define TT_DISK_CACHE_DEFAULT_MAX_BYTES (UINT64_C(10) << 30)
 
+/* Identifies the binary this code was loaded from (torch_tpu/_C.so in the
+ * extension): hex BLAKE2b-128 of its GNU build-id note (the linker's hash of
+ * the binary), else of the whole file; computed once per process. The cache key says what an
+ * op is, not which build of the lowerings produced its program, so the
+ * fingerprint passed to open must include this: a rebuilt core then starts
+ * a fresh directory instead of loading programs its old lowerings emitted. */
+tt_error *tt_disk_cache_code_id(char out[33]);
+
 /* Parses a TORCH_TPU_CACHE_MAX_BYTES value; false if malformed or zero. */
 bool tt_disk_cache_parse_size(const char *text, uint64_t *bytes);
 
