@@ -24,7 +24,8 @@
 #define PUTS_PER_SCAN 64
 
 struct tt_disk_cache {
-  char *dir;
+  char *root; /* the cap covers every fingerprint directory in it */
+  char *dir;  /* root/<fingerprint hex>: where this handle reads and writes */
   uint64_t max_bytes;
   pthread_mutex_t lock; /* guards stats and puts_since_scan */
   pthread_mutex_t scan_lock; /* one scan at a time; others skip theirs */
@@ -161,7 +162,7 @@ static void write_fingerprint_file(const char *dir, const char *fingerprint) {
 /* ------------------------------------------------------------ scan / evict */
 
 typedef struct {
-  char name[40];
+  char name[80]; /* "<fingerprint dir>/<entry>" relative to the root */
   uint64_t size;
   struct timespec mtime;
 } scanned;
@@ -173,60 +174,91 @@ static int older_first(const void *pa, const void *pb) {
   return strcmp(a->name, b->name);
 }
 
-/* Sums the entries on disk, removes stale temp files, and when over the cap
- * deletes least-recently-used entries until under 90% of it. Best effort:
- * files vanishing under us (other processes evicting) are fine. */
+static bool is_hex32(const char *name) {
+  if (strlen(name) != 32) return false;
+  for (int i = 0; i < 32; i++)
+    if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return false;
+  return true;
+}
+
+typedef struct {
+  scanned *list;
+  size_t n, cap;
+  uint64_t total;
+  bool truncated; /* out of memory: totals are a lower bound */
+} scan_result;
+
+/* Adds one fingerprint directory's entries; removes its stale temp files. */
+static void scan_fingerprint_dir(int root_fd, const char *fp_name, time_t now, scan_result *r) {
+  int fd = openat(root_fd, fp_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL && !r->truncated) {
+    struct stat st;
+    if (strncmp(de->d_name, TT_DISK_CACHE_TMP_PREFIX, strlen(TT_DISK_CACHE_TMP_PREFIX)) == 0) {
+      if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          now - st.st_mtim.tv_sec > STALE_TMP_SECONDS)
+        unlinkat(fd, de->d_name, 0); /* left by a process that died mid-write */
+      continue;
+    }
+    if (!is_entry_name(de->d_name)) continue;
+    if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (r->n == r->cap) {
+      size_t nc = r->cap ? r->cap * 2 : 256;
+      scanned *grown = realloc(r->list, nc * sizeof *grown);
+      if (!grown) {
+        r->truncated = true;
+        break;
+      }
+      r->list = grown;
+      r->cap = nc;
+    }
+    snprintf(r->list[r->n].name, sizeof r->list[r->n].name, "%.32s/%.36s", fp_name, de->d_name);
+    r->list[r->n].size = (uint64_t)st.st_size;
+    r->list[r->n].mtime = st.st_mtim;
+    r->total += (uint64_t)st.st_size;
+    r->n++;
+  }
+  closedir(d);
+}
+
+/* Sums the entries of every fingerprint directory under the root (the cap
+ * covers them all, so entries of old plugin or torch_tpu builds, never used
+ * again, are the first to go), removes stale temp files, and when over the
+ * cap deletes least-recently-used entries until under 90% of it. Best
+ * effort: files vanishing under us (other processes evicting) are fine. */
 static void scan_and_evict(tt_disk_cache *c) {
   if (pthread_mutex_trylock(&c->scan_lock) != 0) return; /* another thread is on it */
-  DIR *d = opendir(c->dir);
+  DIR *d = opendir(c->root);
   if (!d) {
     pthread_mutex_unlock(&c->scan_lock);
     return;
   }
-  int dfd = dirfd(d);
+  int root_fd = dirfd(d);
   time_t now = time(NULL);
-  scanned *list = NULL;
-  size_t n = 0, cap = 0;
-  uint64_t total = 0;
+  scan_result r = {0};
   struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    struct stat st;
-    if (strncmp(de->d_name, TT_DISK_CACHE_TMP_PREFIX, strlen(TT_DISK_CACHE_TMP_PREFIX)) == 0) {
-      if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-          now - st.st_mtim.tv_sec > STALE_TMP_SECONDS)
-        unlinkat(dfd, de->d_name, 0); /* left by a process that died mid-write */
-      continue;
-    }
-    if (!is_entry_name(de->d_name)) continue;
-    if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (n == cap) {
-      size_t nc = cap ? cap * 2 : 256;
-      scanned *grown = realloc(list, nc * sizeof *grown);
-      if (!grown) break; /* partial scan: the totals are a lower bound */
-      list = grown;
-      cap = nc;
-    }
-    memcpy(list[n].name, de->d_name, strlen(de->d_name) + 1); /* 36 chars: is_entry_name */
-    list[n].size = (uint64_t)st.st_size;
-    list[n].mtime = st.st_mtim;
-    total += (uint64_t)st.st_size;
-    n++;
-  }
-  uint64_t evicted = 0;
+  while ((de = readdir(d)) != NULL)
+    if (is_hex32(de->d_name)) scan_fingerprint_dir(root_fd, de->d_name, now, &r);
+  uint64_t evicted = 0, total = r.total;
   if (total > c->max_bytes) {
-    qsort(list, n, sizeof *list, older_first);
+    qsort(r.list, r.n, sizeof *r.list, older_first);
     uint64_t target = c->max_bytes / 10 * 9;
-    for (size_t i = 0; i < n && total > target; i++) {
-      if (unlinkat(dfd, list[i].name, 0) == 0) evicted++;
+    for (size_t i = 0; i < r.n && total > target; i++) {
+      if (unlinkat(root_fd, r.list[i].name, 0) == 0) evicted++;
       else if (errno != ENOENT) continue; /* could not delete: it still counts */
-      total -= list[i].size;
-      list[i].size = UINT64_MAX; /* marks it gone */
+      total -= r.list[i].size;
+      r.list[i].size = UINT64_MAX; /* marks it gone */
     }
   }
   size_t remaining = 0;
-  for (size_t i = 0; i < n; i++) remaining += list[i].size != UINT64_MAX;
+  for (size_t i = 0; i < r.n; i++) remaining += r.list[i].size != UINT64_MAX;
   closedir(d);
-  free(list);
+  free(r.list);
   pthread_mutex_lock(&c->lock);
   c->stats.evictions += evicted;
   c->stats.bytes_on_disk = total;
@@ -353,7 +385,10 @@ tt_error *tt_disk_cache_open(const char *root_dir, const char *fingerprint, uint
   tt_disk_cache *c = calloc(1, sizeof *c);
   if (!c) return oom();
   c->dir = join(root_dir, fp_hex);
-  if (!c->dir) {
+  c->root = strdup(root_dir);
+  if (!c->dir || !c->root) {
+    free(c->dir);
+    free(c->root);
     free(c);
     return oom();
   }
@@ -428,6 +463,7 @@ void tt_disk_cache_close(tt_disk_cache *c) {
   pthread_mutex_destroy(&c->lock);
   pthread_mutex_destroy(&c->scan_lock);
   free(c->dir);
+  free(c->root);
   free(c);
 }
 

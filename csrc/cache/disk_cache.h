@@ -9,9 +9,9 @@
  * or foreign-version entry is removed with a warning on stderr and reported
  * as a miss, never returned. Writes go to a unique temp file in the same
  * directory and are renamed into place, so readers in other processes see
- * either the whole old entry, the whole new one, or none. The directory is
- * capped at max_bytes by evicting least-recently-used entries (a hit touches
- * the entry's mtime). docs/persistent-cache.md describes the format.
+ * either the whole old entry, the whole new one, or none. The root (all
+ * fingerprint directories together) is capped at max_bytes by evicting
+ * least-recently-used entries (a hit touches the entry's mtime). docs/persistent-cache.md describes the format.
  *
  * A handle may be used from several threads at once. */
 #ifndef TT_CACHE_DISK_CACHE_H
@@ -30,7 +30,7 @@ typedef struct {
   uint64_t writes;       /* puts that landed */
   uint64_t corrupt_removed;
   uint64_t evictions;    /* entries this handle deleted for the size cap */
-  uint64_t bytes_on_disk, entries; /* as of the last scan, plus our puts since */
+  uint64_t bytes_on_disk, entries; /* whole root: last scan plus our puts since */
 } tt_disk_cache_stats;
 
 /* Creates <root_dir>/<hex of fingerprint> (mkdir -p) and scans it once

@@ -429,6 +429,40 @@ static void test_lru_eviction(void) {
   tt_disk_cache_close(c);
 }
 
+/* The cap covers every fingerprint under the root: entries of an old build,
+ * never touched again, are evicted before the current build's. */
+static void test_eviction_across_fingerprints(void) {
+  char root[512];
+  snprintf(root, sizeof root, "%s/builds", g_root);
+  rm_rf(root);
+  tt_disk_cache *old_build = NULL, *new_build = NULL;
+  CHECK_OK(tt_disk_cache_open(root, "plugin;core=old", 3500, &old_build));
+  if (!old_build) return;
+  unsigned char blob[960];
+  memset(blob, 3, sizeof blob);
+  time_t now = time(NULL);
+  char old_paths[2][1024];
+  for (int i = 0; i < 2; i++) {
+    const char *key = i ? "Y" : "X";
+    CHECK_OK(tt_disk_cache_put(old_build, key, 1, blob, sizeof blob));
+    entry_path(old_build, key, old_paths[i], sizeof old_paths[i]);
+    set_mtime(old_paths[i], now - 86400 + i);
+  }
+  tt_disk_cache_close(old_build);
+  CHECK_OK(tt_disk_cache_open(root, "plugin;core=new", 3500, &new_build));
+  if (!new_build) return;
+  CHECK(tt_disk_cache_get_stats(new_build).entries == 2, "open counts the whole root");
+  CHECK_OK(tt_disk_cache_put(new_build, "A", 1, blob, sizeof blob));
+  CHECK_OK(tt_disk_cache_put(new_build, "B", 1, blob, sizeof blob)); /* 4004 > 3500: evict */
+  CHECK(!exists(old_paths[0]) && exists(old_paths[1]), "oldest entry of the old build evicted");
+  CHECK(get_equals(new_build, "A", blob, sizeof blob) && get_equals(new_build, "B", blob, sizeof blob),
+        "current build's entries kept");
+  tt_disk_cache_stats st = tt_disk_cache_get_stats(new_build);
+  CHECK(st.evictions == 1 && st.entries == 3, "evictions %llu entries %llu",
+        (unsigned long long)st.evictions, (unsigned long long)st.entries);
+  tt_disk_cache_close(new_build);
+}
+
 static void test_io_errors(void) {
   tt_disk_cache *c = open_fresh("ioerr", 1 << 20);
   if (!c) return;
@@ -835,6 +869,7 @@ int main(int argc, char **argv) {
   test_corrupt_and_truncated();
   test_concurrent_processes();
   test_lru_eviction();
+  test_eviction_across_fingerprints();
   test_io_errors();
   test_environment();
   test_code_id();
