@@ -70,9 +70,10 @@ PLUGIN = $(shell $(PY) -c "import os,xla_plugins; print(os.path.join(list(xla_pl
 
 # The runtime and disk cache tests run under valgrind memcheck (suppressions
 # cover only frames inside the plugin); without valgrind they run plainly.
-MEMCHECK = $(if $(shell command -v valgrind),TT_BENCH_ITERS=3 valgrind --error-exitcode=99 \
-  --leak-check=full --show-leak-kinds=definite,indirect,possible \
-  --errors-for-leak-kinds=definite,indirect,possible --suppressions=tests/c/valgrind.supp)
+VALGRIND_MEMCHECK = TT_BENCH_ITERS=3 valgrind --error-exitcode=99 --leak-check=full \
+  --show-leak-kinds=definite,indirect,possible \
+  --errors-for-leak-kinds=definite,indirect,possible --suppressions=tests/c/valgrind.supp
+MEMCHECK = $(if $(shell command -v valgrind),$(VALGRIND_MEMCHECK))
 
 test-c: build
 	$(BUILD)/test_core $(PLUGIN)
