@@ -10,6 +10,7 @@
 #include "cache/compile_cache.h"
 #include "graph/core.h"
 #include "graph/key_buf.h"
+#include "graph/persistent.h"
 #include "graph/region.h"
 #include "graph/storage.h"
 
@@ -273,9 +274,11 @@ static tt_error *build_program(const char *op_name, tt_lower_fn fn, tt_arg *args
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Compiles a cached plan's program once (racing threads wait for the first). */
-static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_arg *args, int nargs) {
+static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_arg *args, int nargs,
+                                 const tt_key_buf *key) {
   pthread_mutex_lock(&compile_lock);
   tt_error *err = NULL;
+  if (!p->exe) p->exe = tt_persistent_load(TT_PERSIST_OP, key->data, key->len);
   if (!p->exe) {
     double t0 = now_seconds();
     tt_compile_options opts = {atomic_load(&optimization_level), true};
@@ -287,6 +290,7 @@ static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_ar
       p->compile_seconds = now_seconds() - t0;
       tt_note_compile(atomic_load(&synchronous) ? TT_MODE_DEBUG : TT_MODE_STRICT);
       if (tt_log_compiles_enabled()) log_compile(op_name, args, nargs, p->compile_seconds);
+      tt_persistent_store(TT_PERSIST_OP, key->data, key->len, p->exe, NULL, 0);
     }
   }
   pthread_mutex_unlock(&compile_lock);
@@ -468,8 +472,8 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
     tt_key_free(&k);
     return err;
   }
+  err = ensure_compiled(p, op_name, args, nargs, &k);
   tt_key_free(&k);
-  err = ensure_compiled(p, op_name, args, nargs);
   if (!err) err = launch(p, args, device, res);
   if (!err) atomic_fetch_add(&n_run, 1);
   if (!err && atomic_load(&synchronous)) {

@@ -13,6 +13,7 @@
 #include "graph/arena.h"
 #include "graph/core.h"
 #include "graph/key_buf.h"
+#include "graph/persistent.h"
 #include "graph/storage.h"
 
 /* ------------------------------------------------------------ state */
@@ -253,6 +254,7 @@ tt_error *tt_region_record(const char *op_name, tt_lower_fn fn, tt_program *plan
   }
   R.device = device;
   if (!R.key.data) tt_key_init(&R.key);
+  if (R.n_ops == 0) TT_KEY_VAL(&R.key, (uint8_t)1); /* no per-op key starts with 1 */
   GROW(R.ops, R.n_ops, R.cap_ops);
   GROW(R.hashes, R.n_ops, R.cap_hashes);
   region_op *op = &R.ops[R.n_ops];
@@ -447,6 +449,76 @@ done:
   return err;
 }
 
+/* ------------------------------------------------------------ persistence */
+
+/* A region program's plan as bytes beside its executable on disk: counts,
+ * then the param and output arrays (the disk partition is per build of the
+ * core, so the struct layout is the same when it is read back). */
+static void store_region(const region_program *rp) {
+  size_t len = 2 * sizeof(int32_t) + sizeof(region_param) * (size_t)rp->n_params +
+               sizeof(int) * (size_t)rp->n_outs;
+  unsigned char *plan = malloc(len);
+  if (!plan) return;
+  int32_t counts[2] = {rp->n_params, rp->n_outs};
+  memcpy(plan, counts, sizeof counts);
+  memcpy(plan + sizeof counts, rp->params, sizeof(region_param) * (size_t)rp->n_params);
+  memcpy(plan + sizeof counts + sizeof(region_param) * (size_t)rp->n_params, rp->out_slots,
+         sizeof(int) * (size_t)rp->n_outs);
+  tt_persistent_store(TT_PERSIST_REGION, R.key.data, R.key.len, rp->exe, plan, len);
+  free(plan);
+}
+
+/* The region program stored under the current key, validated against the
+ * region (indices in range), or NULL. */
+static region_program *load_region(const bool *is_output) {
+  void *plan = NULL;
+  size_t len = 0;
+  tt_executable *exe = tt_persistent_load_with(TT_PERSIST_REGION, R.key.data, R.key.len, &plan, &len);
+  if (!exe) return NULL;
+  region_program *rp = calloc(1, sizeof *rp);
+  int32_t counts[2] = {-1, -1};
+  bool ok = rp && plan && len >= sizeof counts;
+  if (ok) memcpy(counts, plan, sizeof counts);
+  ok = ok && counts[0] >= 0 && counts[1] >= 0 &&
+       len == sizeof counts + sizeof(region_param) * (size_t)counts[0] + sizeof(int) * (size_t)counts[1];
+  if (ok) {
+    rp->n_params = counts[0];
+    rp->n_outs = counts[1];
+    rp->params = malloc(sizeof(region_param) * (size_t)(counts[0] ? counts[0] : 1));
+    rp->out_slots = malloc(sizeof(int) * (size_t)(counts[1] ? counts[1] : 1));
+    ok = rp->params && rp->out_slots;
+  }
+  if (ok) {
+    unsigned char *p = (unsigned char *)plan + sizeof counts;
+    memcpy(rp->params, p, sizeof(region_param) * (size_t)rp->n_params);
+    memcpy(rp->out_slots, p + sizeof(region_param) * (size_t)rp->n_params,
+           sizeof(int) * (size_t)rp->n_outs);
+    for (int i = 0; ok && i < rp->n_params; i++) {
+      const region_param *pp = &rp->params[i];
+      ok = pp->kind == RPARAM_SLOT ? pp->index >= 0 && pp->index < R.n_slots
+                                   : pp->kind == RPARAM_VALUE && pp->index >= 0 && pp->index < R.n_values;
+    }
+    int n_expected = 0;
+    for (int k = 0; k < R.n_slots; k++) n_expected += is_output[k];
+    ok = ok && n_expected == rp->n_outs;
+    for (int o = 0; ok && o < rp->n_outs; o++)
+      ok = rp->out_slots[o] >= 0 && rp->out_slots[o] < R.n_slots && is_output[rp->out_slots[o]];
+  }
+  free(plan);
+  if (!ok) {
+    fprintf(stderr, "torch_tpu: ignoring a stored fused-region program whose plan does not match\n");
+    if (rp) {
+      free(rp->params);
+      free(rp->out_slots);
+      free(rp);
+    }
+    tt_executable_release(exe);
+    return NULL;
+  }
+  rp->exe = exe;
+  return rp;
+}
+
 /* ------------------------------------------------------------ flush */
 
 static void reset_region(void) {
@@ -517,12 +589,16 @@ static tt_error *flush_locked(tt_flush_reason reason) {
   tt_error *err = NULL;
   if (rp) {
     R.stats.cache_hits++;
+  } else if ((rp = load_region(is_output))) {
+    R.stats.disk_loads++;
+    rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, 0);
   } else {
     err = build_region(is_output, &rp);
     if (!err) {
       R.stats.compiles++;
       R.stats.compile_seconds += rp->compile_seconds;
       tt_note_compile(TT_MODE_FUSED);
+      store_region(rp);
       rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, rp->compile_seconds);
     }
   }

@@ -59,6 +59,7 @@ typedef struct {
   uint64_t programs_run;   /* region launches */
   uint64_t compiles;       /* region programs compiled */
   uint64_t cache_hits;     /* region programs found in the cache */
+  uint64_t disk_loads;     /* region programs loaded from the persistent cache */
   uint64_t values_elided;  /* pending values never materialized (tensor died) */
   double compile_seconds;
 } tt_region_stats;

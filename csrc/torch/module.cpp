@@ -7,6 +7,7 @@ extern "C" {
 #include "cache/compile_cache.h"
 #include "graph/core.h"
 #include "graph/execute.h"
+#include "graph/persistent.h"
 #include "graph/region.h"
 }
 
@@ -55,6 +56,7 @@ py::dict cache_stats() {
   fused["programs_run"] = r.programs_run;
   fused["compiles"] = r.compiles;
   fused["cache_hits"] = r.cache_hits;
+  fused["disk_loads"] = r.disk_loads;
   fused["values_elided"] = r.values_elided;
   fused["compile_seconds"] = r.compile_seconds;
   py::dict flushes;
@@ -62,6 +64,14 @@ py::dict cache_stats() {
     flushes[tt_flush_reason_name(static_cast<tt_flush_reason>(i))] = r.flushes[i];
   fused["flushes"] = flushes;
   d["fused"] = fused;
+  tt_persistent_stats p = tt_persistent_get_stats();
+  py::dict disk;
+  disk["enabled"] = p.enabled != 0;
+  disk["loads"] = p.loads;
+  disk["stores"] = p.stores;
+  disk["misses"] = p.misses;
+  disk["load_seconds"] = p.load_seconds;
+  d["persistent"] = disk;
   return d;
 }
 
