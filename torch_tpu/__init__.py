@@ -43,8 +43,12 @@ _modes._init_from_environment()
 
 
 def _mark_step(optimizer, args, kwargs):
-    # a training step ends at optimizer.step(): per-step program counts
-    _C._mark_step()
+    # a training step ends at a tpu optimizer's step(): per-step program counts
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.device.type == "tpu":
+                _C._mark_step()
+            return
 
 
 from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: E402

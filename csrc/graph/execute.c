@@ -9,6 +9,7 @@
 
 #include "cache/compile_cache.h"
 #include "graph/core.h"
+#include "graph/explain.h"
 #include "graph/key_buf.h"
 #include "graph/persistent.h"
 #include "graph/region.h"
@@ -32,23 +33,9 @@ bool tt_log_compiles_enabled(void) {
   return v > 0;
 }
 
-/* One line per compile: the op and the tensor signature that caused it. */
-static void log_compile(const char *op_name, const tt_arg *args, int nargs, double seconds) {
-  char line[1024];
-  size_t off = (size_t)snprintf(line, sizeof line, "torch_tpu: compiled %s (", op_name);
-  for (int i = 0; i < nargs && off < sizeof line; i++) {
-    const tt_arg *a = &args[i];
-    if (a->kind != TT_ARG_TENSOR) continue;
-    const tt_tensor_ref *r = a->u.tensor;
-    off += (size_t)snprintf(line + off, sizeof line - off, "%s%s[", off > 30 ? ", " : "",
-                            tt_dtype_name(r->dtype));
-    for (int d = 0; d < r->ndim && off < sizeof line; d++)
-      off += (size_t)snprintf(line + off, sizeof line - off, d ? ",%lld" : "%lld",
-                              (long long)r->sizes[d]);
-    if (off < sizeof line) off += (size_t)snprintf(line + off, sizeof line - off, "]");
-  }
-  if (off < sizeof line) snprintf(line + off, sizeof line - off, ") in %.1f ms", seconds * 1e3);
-  fprintf(stderr, "%s\n", line);
+/* One line per compile: the op and the argument signature that caused it. */
+static void log_compile(const char *op_name, const char *sig, double seconds) {
+  fprintf(stderr, "torch_tpu: compiled %s (%s) in %.1f ms\n", op_name, sig, seconds * 1e3);
 }
 static _Atomic uint64_t n_run, n_declined, n_missing;
 
@@ -289,7 +276,12 @@ static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_ar
     } else {
       p->compile_seconds = now_seconds() - t0;
       tt_note_compile(atomic_load(&synchronous) ? TT_MODE_DEBUG : TT_MODE_STRICT);
-      if (tt_log_compiles_enabled()) log_compile(op_name, args, nargs, p->compile_seconds);
+      if (tt_log_compiles_enabled() || tt_explain_enabled()) {
+        char sig[1024];
+        tt_describe_args(args, nargs, sig, sizeof sig);
+        if (tt_log_compiles_enabled()) log_compile(op_name, sig, p->compile_seconds);
+        tt_explain_op_compile(op_name, sig);
+      }
       tt_persistent_store(TT_PERSIST_OP, key->data, key->len, p->exe, NULL, 0);
     }
   }

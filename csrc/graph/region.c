@@ -12,6 +12,7 @@
 #include "cache/compile_cache.h"
 #include "graph/arena.h"
 #include "graph/core.h"
+#include "graph/explain.h"
 #include "graph/key_buf.h"
 #include "graph/persistent.h"
 #include "graph/storage.h"
@@ -376,6 +377,23 @@ static void dump_region(const char *text, int n_ops) {
   fclose(f);
 }
 
+static void explain_region(void) {
+  const char **names = calloc((size_t)R.n_ops, sizeof *names);
+  char **sigs = calloc((size_t)R.n_ops, sizeof *sigs);
+  for (int i = 0; names && sigs && i < R.n_ops; i++) {
+    names[i] = R.ops[i].op_name;
+    sigs[i] = malloc(512);
+    if (sigs[i]) tt_describe_args(R.ops[i].args, R.ops[i].nargs, sigs[i], 512);
+    else sigs[i] = NULL;
+  }
+  bool ok = names && sigs;
+  for (int i = 0; ok && i < R.n_ops; i++) ok = sigs[i] != NULL;
+  if (ok) tt_explain_region_compile(R.n_ops, R.hashes, names, (const char *const *)sigs);
+  for (int i = 0; sigs && i < R.n_ops; i++) free(sigs[i]);
+  free(sigs);
+  free(names);
+}
+
 /* Lowers every recorded op into one program and compiles it. */
 static tt_error *build_region(const bool *is_output, region_program **out) {
   double t0 = now_seconds();
@@ -431,6 +449,7 @@ static tt_error *build_region(const bool *is_output, region_program **out) {
   rp->n_params = st.n_params;
   st.params = NULL;
   rp->compile_seconds = now_seconds() - t0;
+  if (tt_explain_enabled()) explain_region();
   if (tt_log_compiles_enabled())
     fprintf(stderr, "torch_tpu: compiled fused region of %d ops (%s ... %s), %d inputs, %d outputs in %.1f ms\n",
             R.n_ops, R.ops[0].op_name, R.ops[R.n_ops - 1].op_name, rp->n_params, rp->n_outs,

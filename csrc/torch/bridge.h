@@ -49,6 +49,10 @@ at::Tensor wrap_buffer(tt_buffer* buf, tt_dtype dtype, int ndim, const int64_t* 
 at::Tensor wrap_storage(tt_storage* s, tt_dtype dtype, int ndim, const int64_t* sizes,
                         c10::DeviceIndex device);
 
+// Hands queued recompile explanations to Python (no-op when none).
+void drain_explanations();
+void install_explain_hook();
+
 // Records and reports CPU fallbacks.
 void count_fallback(const std::string& op);
 

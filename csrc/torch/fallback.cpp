@@ -331,6 +331,7 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                   name.c_str(), allow_upload);
     err = tt_op_run(name.c_str(), args.data(), static_cast<int>(n), aliasing, device, &res);
   }
+  drain_explanations();
   if (err && tt_error_code_of(err) == TT_ERR_NOT_IMPLEMENTED) {
     std::string why = tt_error_message(err);
     tt_error_free(err);

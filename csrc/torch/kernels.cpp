@@ -81,8 +81,10 @@ bool covers_storage(const at::Tensor& t) {
 // Runs a core op over already-described arguments; raises on error.
 void run_core(const char* op, std::vector<tt_arg>& args, bool returns_written,
               c10::DeviceIndex device, tt_op_result* res) {
-  raise_if_error(tt_op_run(op, args.data(), static_cast<int>(args.size()), returns_written,
-                           device, res));
+  tt_error* err = tt_op_run(op, args.data(), static_cast<int>(args.size()), returns_written,
+                            device, res);
+  drain_explanations();
+  raise_if_error(err);
 }
 
 // A dense contiguous device copy of t (t itself when it already is one).
@@ -107,7 +109,9 @@ at::Tensor to_host(const at::Tensor& src) {
   at::Tensor d = dense(src);
   at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
   if (host.numel() == 0) return host;
-  raise_if_error(tt_storage_read_bytes(storage_of(d), host.data_ptr(), host.nbytes()));
+  tt_error* err = tt_storage_read_bytes(storage_of(d), host.data_ptr(), host.nbytes());
+  drain_explanations();  // a read may flush a fused region, which may compile
+  raise_if_error(err);
   return host;
 }
 

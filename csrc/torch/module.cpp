@@ -7,6 +7,7 @@ extern "C" {
 #include "cache/compile_cache.h"
 #include "graph/core.h"
 #include "graph/execute.h"
+#include "graph/explain.h"
 #include "graph/persistent.h"
 #include "graph/region.h"
 }
@@ -76,8 +77,13 @@ py::dict cache_stats() {
 }
 
 void flush_region() {
-  py::gil_scoped_release no_gil;
-  raise_if_error(tt_region_flush(TT_FLUSH_SYNC));
+  tt_error* err;
+  {
+    py::gil_scoped_release no_gil;
+    err = tt_region_flush(TT_FLUSH_SYNC);
+  }
+  drain_explanations();
+  raise_if_error(err);
 }
 
 }  // namespace
@@ -85,6 +91,7 @@ void flush_region() {
 PYBIND11_MODULE(_C, m) {
   register_hooks();
   register_table_routed_ops();
+  install_explain_hook();
   m.def("_set_search_dirs", &set_search_dirs);
   m.def("_init", []() { ensure_initialized(); });
   m.def("_is_initialized", []() { return tt_core_initialized(); });
@@ -107,9 +114,15 @@ PYBIND11_MODULE(_C, m) {
     raise_if_error(tt_region_capture_begin());
   });
   m.def("_capture_end", []() {
-    py::gil_scoped_release no_gil;
-    raise_if_error(tt_region_capture_end());
+    tt_error* err;
+    {
+      py::gil_scoped_release no_gil;
+      err = tt_region_capture_end();
+    }
+    drain_explanations();
+    raise_if_error(err);
   });
+  m.def("_set_explain", [](bool on) { tt_set_explain(on); });
   m.def("_set_fused_max_ops", [](int n) { tt_region_set_max_ops(n); });
   m.def("_mark_step", []() { tt_mark_step(); });
   m.def("_manual_seed", [](int d, uint64_t seed) { tt_core_manual_seed(d, seed); });

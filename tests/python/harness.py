@@ -6,6 +6,8 @@ runs fn on the CPU inputs and on tpu copies, compares every output tensor
 (values, shape, dtype) and, with grad=True, the gradients of every floating
 input. By default it also asserts the tpu run used no CPU fallback, so a
 test passes only when the op is lowered natively."""
+import os
+
 import torch
 
 import torch_tpu
@@ -79,3 +81,19 @@ def check(fn, *inputs, atol=None, rtol=None, grad=False, native=True, check_dtyp
         report = torch_tpu.debug.fallback_report()
         assert not report, f"ops fell back to CPU: {report}"
     return actual
+
+
+def run_python(code, env=None, timeout=300):
+    """Runs code in a fresh interpreter (repo on the path); returns stdout.
+    Raises with the child's stderr when it fails."""
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = repo + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=full_env, timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError(f"child failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc.stdout
