@@ -10,7 +10,7 @@ __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device", "set_device",
     "device", "synchronize", "manual_seed", "manual_seed_all", "seed", "seed_all",
     "initial_seed", "get_device_name", "memory_allocated", "max_memory_allocated",
-    "reset_peak_memory_stats", "get_rng_state", "set_rng_state",
+    "reset_peak_memory_stats", "get_rng_state", "set_rng_state", "device_memory_stats",
 ]
 
 
@@ -119,3 +119,12 @@ def max_memory_allocated(dev=None) -> int:
 
 def reset_peak_memory_stats(dev=None) -> None:
     _C._reset_peak_memory_stats(_index(dev))
+
+
+def device_memory_stats() -> dict:
+    """Bytes of device buffers torch_tpu holds now and at peak (all
+    devices). Unlike memory_allocated (tensor storages), this counts what is
+    really materialized: Fused eager never creates buffers for tensors that
+    die inside a region, and parameter updates replace buffers."""
+    live, peak = _C._buffer_bytes()
+    return {"buffer_bytes": live, "peak_buffer_bytes": peak}

@@ -497,6 +497,8 @@ tt_error *tt_runtime_open(const char *plugin_path, int num_cpu_devices, tt_runti
   if (!rt) return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   atomic_init(&rt->refs, 1);
   atomic_init(&rt->live_buffers, 0);
+  atomic_init(&rt->buffer_bytes, 0);
+  atomic_init(&rt->peak_buffer_bytes, 0);
   atomic_init(&rt->live_executables, 0);
   pthread_mutex_init(&rt->lock, NULL);
   rt->api = api;
@@ -662,6 +664,15 @@ const char *tt_runtime_fingerprint(const tt_runtime *crt) {
   fp = rt->fingerprint;
   pthread_mutex_unlock(&rt->lock);
   return fp;
+}
+
+void tt_runtime_buffer_bytes(tt_runtime *rt, int64_t *live, int64_t *peak) {
+  if (live) *live = atomic_load(&rt->buffer_bytes);
+  if (peak) *peak = atomic_load(&rt->peak_buffer_bytes);
+}
+
+void tt_runtime_reset_peak_buffer_bytes(tt_runtime *rt) {
+  atomic_store(&rt->peak_buffer_bytes, atomic_load(&rt->buffer_bytes));
 }
 
 /* ------------------------------------------------------------ test hooks */

@@ -69,6 +69,10 @@ tt_error *tt_buffer_copy_to_device(tt_buffer *buf, int device, tt_buffer **out);
 /* Blocks until the buffer's defining computation finished. */
 tt_error *tt_buffer_await(tt_buffer *buf);
 
+/* Device bytes held by live buffers (all devices) and their peak: what a
+ * program's memory use costs on the device, whatever the tensors say. */
+void tt_runtime_buffer_bytes(tt_runtime *rt, int64_t *live, int64_t *peak);
+void tt_runtime_reset_peak_buffer_bytes(tt_runtime *rt);
 tt_buffer *tt_buffer_retain(tt_buffer *buf);
 void tt_buffer_release(tt_buffer *buf);
 tt_dtype tt_buffer_dtype(const tt_buffer *buf);

@@ -46,6 +46,11 @@ tt_error *tt_buffer_wrap(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_dtype d
   if (ndim > 0) memcpy(b->dims, dims, (size_t)ndim * sizeof *dims);
   tt_runtime_retain_internal(rt);
   atomic_fetch_add_explicit(&rt->live_buffers, 1, memory_order_relaxed);
+  long long bytes = (long long)tt_buffer_nbytes(b);
+  long long now = atomic_fetch_add(&rt->buffer_bytes, bytes) + bytes;
+  long long peak = atomic_load(&rt->peak_buffer_bytes);
+  while (now > peak && !atomic_compare_exchange_weak(&rt->peak_buffer_bytes, &peak, now)) {
+  }
   *out = b;
   return NULL;
 }
@@ -250,6 +255,7 @@ void tt_buffer_release(tt_buffer *buf) {
   /* PJRT keeps the device memory alive until launches using it finish. */
   pjrt_buffer_destroy(rt->api, buf->buf);
   atomic_fetch_sub_explicit(&rt->live_buffers, 1, memory_order_relaxed);
+  atomic_fetch_sub(&rt->buffer_bytes, (long long)tt_buffer_nbytes(buf));
   free(buf);
   tt_runtime_release_internal(rt);
 }

@@ -40,6 +40,7 @@ struct tt_runtime {
   char *fingerprint;   /* computed on first use */
 
   atomic_long live_buffers, live_executables;
+  atomic_llong buffer_bytes, peak_buffer_bytes; /* device bytes held by live tt_buffers */
 };
 
 struct tt_buffer {

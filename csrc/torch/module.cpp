@@ -129,7 +129,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("_initial_seed", [](int d) { return tt_core_initial_seed(d); });
   m.def("_memory_allocated", [](int d) { return tt_memory_allocated(d); });
   m.def("_max_memory_allocated", [](int d) { return tt_memory_peak(d); });
-  m.def("_reset_peak_memory_stats", [](int d) { tt_memory_reset_peak(d); });
+  m.def("_reset_peak_memory_stats", [](int d) {
+    tt_memory_reset_peak(d);
+    if (tt_core_runtime()) tt_runtime_reset_peak_buffer_bytes(tt_core_runtime());
+  });
+  m.def("_buffer_bytes", []() {
+    int64_t live = 0, peak = 0;
+    if (tt_core_runtime()) tt_runtime_buffer_bytes(tt_core_runtime(), &live, &peak);
+    return std::make_pair(live, peak);
+  });
   m.def("_device_name", [](int d) {
     ensure_initialized();
     check_device(d);
