@@ -81,8 +81,15 @@ test-c: build
 	$(MAKE) -f tests/c/Makefile.runtime PLUGIN=$(PLUGIN) \
 	  $(if $(shell command -v valgrind),valgrind,run-runtime)
 
+# The suite runs in every eager mode: Fused (the default), then Strict and
+# Debug. Files that choose their modes themselves (the persistent cache
+# runs child processes per mode) or test mode-independent tools run once.
+RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python/test_disk_cache_cli.py \
+            --ignore=tests/python/test_fused.py
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
+	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
+	TORCH_TPU_EAGER_MODE=debug PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
 
 # Builds with two jobs, then runs the suites one after the other.
 test:
@@ -97,6 +104,7 @@ demo:
 bench:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/eager_modes.py
 
 # The full OpInfo conformance run (about 12 minutes on 2 cores); writes
 # docs/op_coverage.md. Not part of `make test`, which runs a fast subset.

@@ -394,8 +394,11 @@ static void explain_region(void) {
   free(names);
 }
 
-/* Lowers every recorded op into one program and compiles it. */
-static tt_error *build_region(const bool *is_output, region_program **out) {
+/* Lowers every recorded op into one program and compiles it. A region
+ * input whose storage gets a new value (donate[slot]) donates its buffer
+ * to that output, so parameter and optimizer-state updates do not need
+ * twice their memory. */
+static tt_error *build_region(const bool *is_output, const bool *donate, region_program **out) {
   double t0 = now_seconds();
   replay_state st = {0};
   st.b = tt_builder_new();
@@ -434,6 +437,12 @@ static tt_error *build_region(const bool *is_output, region_program **out) {
       outs[rp->n_outs] = st.slot_vals[k];
       rp->out_slots[rp->n_outs++] = k;
     }
+  for (int i = 0; i < st.n_params; i++) {
+    const region_param *pp = &st.params[i];
+    if (pp->kind != RPARAM_SLOT || !donate[pp->index]) continue;
+    for (int o = 0; o < rp->n_outs; o++)
+      if (rp->out_slots[o] == pp->index) tt_b_alias_param(st.b, i, o);
+  }
   err = tt_b_finish(st.b, outs, rp->n_outs, &text);
   if (err) goto done;
   dump_region(text, R.n_ops);
@@ -591,7 +600,10 @@ static tt_error *flush_locked(tt_flush_reason reason) {
   if (R.n_ops == 0) return NULL;
   R.stats.flushes[reason]++;
   bool *is_output = calloc((size_t)(R.n_slots ? R.n_slots : 1), sizeof *is_output);
-  if (!is_output) {
+  bool *donate = calloc((size_t)(R.n_slots ? R.n_slots : 1), sizeof *donate);
+  if (!is_output || !donate) {
+    free(is_output);
+    free(donate);
     reset_region();
     return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory flushing a fused region");
   }
@@ -602,7 +614,12 @@ static tt_error *flush_locked(tt_flush_reason reason) {
     bool alive = atomic_load(&R.slots[k].storage->user_alive);
     is_output[k] = alive && R.slots[k].written;
     if (!alive && R.slots[k].written) R.stats.values_elided++;
-    TT_KEY_VAL(&R.key, (uint8_t)is_output[k]);
+    /* an input replaced by a new value donates its buffer when nothing
+     * else holds it (a view's storage is the same handle: one reference) */
+    tt_buffer *buf = R.slots[k].storage->buffer;
+    donate[k] = is_output[k] && R.slots[k].input && buf && tt_buffer_is_exclusive(buf) &&
+                tt_buffer_dtype(buf) == R.slots[k].dtype && tt_buffer_numel(buf) == R.slots[k].numel;
+    TT_KEY_VAL(&R.key, (uint8_t)(is_output[k] | donate[k] << 1));
   }
   region_program *rp = tt_cache_lookup(R.key.data, R.key.len);
   tt_error *err = NULL;
@@ -612,7 +629,7 @@ static tt_error *flush_locked(tt_flush_reason reason) {
     R.stats.disk_loads++;
     rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, 0);
   } else {
-    err = build_region(is_output, &rp);
+    err = build_region(is_output, donate, &rp);
     if (!err) {
       R.stats.compiles++;
       R.stats.compile_seconds += rp->compile_seconds;
@@ -622,6 +639,7 @@ static tt_error *flush_locked(tt_flush_reason reason) {
     }
   }
   free(is_output);
+  free(donate);
   /* Detach the storages first: launching reads and replaces their buffers
    * through the ordinary storage functions, which must not flush again. */
   for (int k = 0; k < R.n_slots; k++) {

@@ -244,6 +244,10 @@ tt_error *tt_buffer_await(tt_buffer *buf) {
   return tt_pjrt_await(api, r.event, TT_ERR_RUNTIME, "computing the buffer failed");
 }
 
+bool tt_buffer_is_exclusive(const tt_buffer *buf) {
+  return buf && atomic_load_explicit(&((tt_buffer *)buf)->refs, memory_order_acquire) == 1;
+}
+
 tt_buffer *tt_buffer_retain(tt_buffer *buf) {
   if (buf) atomic_fetch_add_explicit(&buf->refs, 1, memory_order_relaxed);
   return buf;
