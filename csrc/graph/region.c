@@ -563,7 +563,7 @@ static void reset_region(void) {
   tt_arena_reset(&R.arena);
 }
 
-static tt_error *launch_region(region_program *rp) {
+static tt_error *launch_region(region_program *rp, const bool *donate) {
   tt_runtime *rt = tt_core_runtime();
   tt_buffer **in = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *in);
   bool *owned = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *owned);
@@ -584,6 +584,10 @@ static tt_error *launch_region(region_program *rp) {
   }
   if (!err) err = tt_execute(rp->exe, R.device, in, rp->n_params, outs, rp->n_outs);
   if (!err) {
+    for (int i = 0; i < rp->n_params; i++)
+      if (rp->params[i].kind == RPARAM_SLOT && donate[rp->params[i].index] &&
+          tt_buffer_note_donation(in[i]))
+        R.stats.buffers_donated++;
     for (int o = 0; o < rp->n_outs; o++) tt_storage_set_buffer(R.slots[rp->out_slots[o]].storage, outs[o]);
     R.stats.programs_run++;
     tt_note_program_launch(rp);
@@ -639,7 +643,6 @@ static tt_error *flush_locked(tt_flush_reason reason) {
     }
   }
   free(is_output);
-  free(donate);
   /* Detach the storages first: launching reads and replaces their buffers
    * through the ordinary storage functions, which must not flush again. */
   for (int k = 0; k < R.n_slots; k++) {
@@ -649,7 +652,8 @@ static tt_error *flush_locked(tt_flush_reason reason) {
       atomic_store(&s->region_dirty, false);
     }
   }
-  if (!err) err = launch_region(rp);
+  if (!err) err = launch_region(rp, donate);
+  free(donate);
   reset_region();
   if (!err && tt_get_synchronous()) err = tt_runtime_synchronize(tt_core_runtime());
   return err;

@@ -61,6 +61,7 @@ typedef struct {
   uint64_t cache_hits;     /* region programs found in the cache */
   uint64_t disk_loads;     /* region programs loaded from the persistent cache */
   uint64_t values_elided;  /* pending values never materialized (tensor died) */
+  uint64_t buffers_donated; /* input buffers an output reused in place */
   double compile_seconds;
 } tt_region_stats;
 

@@ -526,6 +526,14 @@ typedef PJRT_Error *PJRT_Buffer_ElementType(PJRT_Buffer_ElementType_Args *args);
 typedef struct {
   TT_PJRT_ARGS_HEAD;
   PJRT_Buffer *buffer;
+  bool is_deleted; /* out */
+} PJRT_Buffer_IsDeleted_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_Buffer_IsDeleted_Args, is_deleted);
+typedef PJRT_Error *PJRT_Buffer_IsDeleted(PJRT_Buffer_IsDeleted_Args *args);
+
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  PJRT_Buffer *buffer;
   const int64_t *dims; /* out, buffer lifetime */
   size_t num_dims;     /* out */
 } PJRT_Buffer_Dimensions_Args;
@@ -690,7 +698,7 @@ typedef struct PJRT_Api {
   PJRT_Unused *PJRT_Buffer_Device;
   PJRT_Unused *PJRT_Buffer_Memory;
   PJRT_Unused *PJRT_Buffer_Delete;
-  PJRT_Unused *PJRT_Buffer_IsDeleted;
+  PJRT_Buffer_IsDeleted *PJRT_Buffer_IsDeleted;
   PJRT_Buffer_CopyToDevice *PJRT_Buffer_CopyToDevice;
   PJRT_Buffer_ToHostBuffer *PJRT_Buffer_ToHostBuffer;
   PJRT_Buffer_IsOnCpu *PJRT_Buffer_IsOnCpu;

@@ -73,6 +73,10 @@ tt_error *tt_buffer_await(tt_buffer *buf);
  * program's memory use costs on the device, whatever the tensors say. */
 void tt_runtime_buffer_bytes(tt_runtime *rt, int64_t *live, int64_t *peak);
 void tt_runtime_reset_peak_buffer_bytes(tt_runtime *rt);
+/* After a launch that may have donated buf: if the plugin consumed it,
+ * stops counting its bytes as live (the output reuses them) and returns
+ * true. */
+bool tt_buffer_note_donation(tt_buffer *buf);
 /* Whether buf has exactly one reference (its owner may donate it). */
 bool tt_buffer_is_exclusive(const tt_buffer *buf);
 tt_buffer *tt_buffer_retain(tt_buffer *buf);

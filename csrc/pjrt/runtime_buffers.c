@@ -38,6 +38,7 @@ tt_error *tt_buffer_wrap(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_dtype d
     return oom();
   }
   atomic_init(&b->refs, 1);
+  b->donated = false;
   b->device = device;
   b->rt = rt;
   b->buf = pb;
@@ -244,6 +245,22 @@ tt_error *tt_buffer_await(tt_buffer *buf) {
   return tt_pjrt_await(api, r.event, TT_ERR_RUNTIME, "computing the buffer failed");
 }
 
+bool tt_buffer_note_donation(tt_buffer *buf) {
+  const PJRT_Api *api = buf->rt->api;
+  if (buf->donated || !TT_PJRT_HAS(api, PJRT_Buffer_IsDeleted)) return buf->donated;
+  PJRT_Buffer_IsDeleted_Args a = {.struct_size = PJRT_Buffer_IsDeleted_Args_SIZE, .buffer = buf->buf};
+  PJRT_Error *e = api->PJRT_Buffer_IsDeleted(&a);
+  if (e) {
+    tt_error_free(tt_pjrt_error(api, e, TT_ERR_RUNTIME, "PJRT_Buffer_IsDeleted failed"));
+    return false;
+  }
+  if (a.is_deleted) {
+    buf->donated = true;
+    atomic_fetch_sub(&buf->rt->buffer_bytes, (long long)tt_buffer_nbytes(buf));
+  }
+  return buf->donated;
+}
+
 bool tt_buffer_is_exclusive(const tt_buffer *buf) {
   return buf && atomic_load_explicit(&((tt_buffer *)buf)->refs, memory_order_acquire) == 1;
 }
@@ -259,7 +276,7 @@ void tt_buffer_release(tt_buffer *buf) {
   /* PJRT keeps the device memory alive until launches using it finish. */
   pjrt_buffer_destroy(rt->api, buf->buf);
   atomic_fetch_sub_explicit(&rt->live_buffers, 1, memory_order_relaxed);
-  atomic_fetch_sub(&rt->buffer_bytes, (long long)tt_buffer_nbytes(buf));
+  if (!buf->donated) atomic_fetch_sub(&rt->buffer_bytes, (long long)tt_buffer_nbytes(buf));
   free(buf);
   tt_runtime_release_internal(rt);
 }
@@ -383,6 +400,7 @@ static tt_error *executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, tt_e
   atomic_init(&e->refs, 1);
   e->rt = rt;
   e->exe = le;
+  e->may_donate = true; /* tt_compile narrows it from the program text */
   tt_runtime_retain_internal(rt);
   atomic_fetch_add(&rt->live_executables, 1);
 
@@ -454,7 +472,9 @@ tt_error *tt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
   };
   TT_TRY(tt_pjrt_error(api, api->PJRT_Client_Compile(&a), TT_ERR_COMPILE,
                        "the PJRT plugin rejected the program"));
-  return executable_wrap(rt, a.executable, out);
+  tt_error *err = executable_wrap(rt, a.executable, out);
+  if (!err) (*out)->may_donate = memmem(mlir_text, text_len, "tf.aliasing_output", 18) != NULL;
+  return err;
 }
 
 int tt_executable_num_outputs(const tt_executable *exe) { return exe ? exe->num_outputs : 0; }
@@ -526,6 +546,8 @@ tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int
                         "launching the program failed");
     if (!err) {
       tt_runtime_track_event(rt, done);
+      /* donated inputs stop counting before their outputs start to */
+      for (int i = 0; exe->may_donate && i < num_args; i++) tt_buffer_note_donation(args[i]);
       for (int i = 0; i < num_outs; i++) {
         tt_error *werr;
         if (exe->out_known)

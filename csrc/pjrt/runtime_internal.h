@@ -51,6 +51,7 @@ struct tt_buffer {
   tt_dtype dtype;
   int ndim;
   int64_t dims[TT_MAX_DIMS];
+  bool donated; /* consumed by a launch: its bytes are no longer counted */
 };
 
 struct tt_executable {
@@ -58,6 +59,7 @@ struct tt_executable {
   int num_outputs;
   int fixed_device; /* -1: portable, runs anywhere via execute_device */
   bool out_known;   /* out_dtypes/out_ndims/out_dims are filled */
+  bool may_donate;  /* the program aliases inputs to outputs (or may: loaded) */
   tt_runtime *rt;
   PJRT_LoadedExecutable *exe;
   tt_dtype *out_dtypes;

@@ -59,6 +59,7 @@ py::dict cache_stats() {
   fused["cache_hits"] = r.cache_hits;
   fused["disk_loads"] = r.disk_loads;
   fused["values_elided"] = r.values_elided;
+  fused["buffers_donated"] = r.buffers_donated;
   fused["compile_seconds"] = r.compile_seconds;
   py::dict flushes;
   for (int i = 0; i < TT_FLUSH_REASONS; i++)

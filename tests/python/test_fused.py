@@ -228,3 +228,35 @@ def test_pickled_module_state_round_trips():
     state = pickle.loads(pickle.dumps({k: v.cpu() for k, v in m.state_dict().items()}))
     assert set(state) == {"weight", "bias"}
     assert os.environ.get("TORCH_TPU_CACHE_DIR")  # the suite's hermetic cache is set
+
+
+def test_in_place_updates_donate_their_buffers():
+    x = torch.zeros(2**20).to("tpu")  # 4 MiB
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    base = torch.tpu.device_memory_stats()["buffer_bytes"]
+    d0 = fused()["buffers_donated"]
+    for _ in range(3):
+        x.add_(1)
+        x.mul_(2)
+        torch_tpu.sync()
+    torch.tpu.synchronize()
+    torch.testing.assert_close(x[:2].cpu(), torch.full((2,), 14.0))
+    assert fused()["buffers_donated"] >= d0 + 3
+    peak = torch.tpu.device_memory_stats()["peak_buffer_bytes"]
+    # the update reused the input's memory: no second 4 MiB buffer at any point
+    assert peak - base < 2**20, (peak - base)
+    with torch_tpu.eager_mode("strict"):
+        torch.tpu.reset_peak_memory_stats()
+        x.add_(1)
+        torch.tpu.synchronize()
+        assert torch.tpu.device_memory_stats()["peak_buffer_bytes"] - base >= 4 * 2**20
+
+
+def test_a_buffer_still_shared_is_not_donated():
+    x = torch.arange(6.0).to("tpu")
+    torch.tpu.synchronize()
+    keep = x.cpu()
+    y = x.view(2, 3)  # same storage: donation stays legal, values must stay right
+    x.add_(1)
+    torch.testing.assert_close(y.cpu(), (keep + 1).view(2, 3))
