@@ -1,0 +1,3 @@
+def bucketing_plan(gm, inputs, opts):
+    return None
+class BucketedGraph: pass
