@@ -15,7 +15,7 @@ Options (`torch.compile(..., backend="tpu", options={...})`):
 - ``dynamic_buckets``: for dims Dynamo made dynamic (``dynamic=True`` or
   ``torch._dynamo.mark_dynamic``): ``"pow2"`` (default: the next power of two,
   at least ``min_bucket``), a list of sizes, or ``"off"`` (every size exact).
-- ``min_bucket`` (default 16) and ``max_bucket`` (default 4096): sizes above
+- ``min_bucket`` (default 1) and ``max_bucket`` (default 4096): sizes above
   ``max_bucket`` are compiled exactly.
 
 See docs/compile.md.
@@ -42,7 +42,7 @@ class Options:
     fallback: str = "allow"
     explain: bool = False
     dynamic_buckets: object = "pow2"
-    min_bucket: int = 16
+    min_bucket: int = 1
     max_bucket: int = 4096
 
     @classmethod

@@ -42,10 +42,13 @@ class CompileReport:
     index: int
     graphs: list = dataclasses.field(default_factory=list)
     compile_s: float = 0.0                # AOTAutograd tracing and partitioning
+    not_bucketed: str = ""                # why dynamic dims are compiled per exact size
 
     def __str__(self):
         lines = [f"torch_tpu.compile graph {self.index} (traced in {self.compile_s * 1e3:.0f} ms)"]
         lines += ["  " + g.summary() for g in self.graphs]
+        if self.not_bucketed:
+            lines.append(f"  dynamic dims compiled per exact size: {self.not_bucketed}")
         return "\n".join(lines)
 
 
@@ -83,3 +86,14 @@ def log_enabled(options) -> bool:
 
 def log(graph: GraphReport) -> None:
     print("[torch_tpu.compile] " + graph.summary(), file=sys.stderr)
+
+
+_ineligible: list = []
+
+
+def note_ineligible(why: str) -> None:
+    """Records why a dynamic graph is compiled per exact size."""
+    with _lock:
+        _ineligible.append(why)
+        if _reports:
+            _reports[-1].not_bucketed = why
