@@ -84,11 +84,16 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **_ignor
             return graph
         return compile_graph
 
-    compiled = aot_module_simplified(
-        gm, example_inputs,
-        fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
-        inference_compiler=compiler("inference"),
-        decompositions=decompositions(), keep_inference_input_mutations=True)
+    try:
+        compiled = aot_module_simplified(
+            gm, example_inputs,
+            fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+            inference_compiler=compiler("inference"),
+            decompositions=decompositions(), keep_inference_input_mutations=True)
+    except BaseException:
+        # Dynamo retries (or reports) a failed trace; keep only graphs that run.
+        _report.drop(report)
+        raise
     report.compile_s = time.perf_counter() - t0
     return compiled
 

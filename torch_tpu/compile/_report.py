@@ -63,6 +63,12 @@ def new_report() -> CompileReport:
         return r
 
 
+def drop(report: CompileReport) -> None:
+    with _lock:
+        if report in _reports:
+            _reports.remove(report)
+
+
 def last_report():
     """The report of the newest graph the backend compiled (None before any)."""
     with _lock:
