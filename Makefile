@@ -58,17 +58,26 @@ $(CORE_LIB): $(CORE_OBJS)
 $(EXTENSION): $(CXX_OBJS) $(CORE_LIB)
 	$(CXX) -shared -o $@ $(CXX_OBJS) $(CORE_LIB) $(TORCH_LDFLAGS) -ldl -lpthread
 
-build: $(DEPS_STAMP) $(EXTENSION) $(BUILD)/test_core
+build: $(DEPS_STAMP) $(EXTENSION) $(BUILD)/test_core $(BUILD)/test_disk_cache
 
 $(BUILD)/test_core: tests/c/test_core.c $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
 
+$(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
+	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
+
 PLUGIN = $(shell $(PY) -c "import os,xla_plugins; print(os.path.join(list(xla_plugins.__path__)[0],'xla_cpu_pjrt','xla_cpu_pjrt.so'))")
 
-# The runtime test runs under valgrind memcheck (suppressions cover only
-# frames inside the plugin); without valgrind it runs plainly.
+# The runtime and disk cache tests run under valgrind memcheck (suppressions
+# cover only frames inside the plugin); without valgrind they run plainly.
+VALGRIND_MEMCHECK = TT_BENCH_ITERS=3 valgrind --error-exitcode=99 --leak-check=full \
+  --show-leak-kinds=definite,indirect,possible \
+  --errors-for-leak-kinds=definite,indirect,possible --suppressions=tests/c/valgrind.supp
+MEMCHECK = $(if $(shell command -v valgrind),$(VALGRIND_MEMCHECK))
+
 test-c: build
 	$(BUILD)/test_core $(PLUGIN)
+	$(MEMCHECK) $(BUILD)/test_disk_cache $(PLUGIN)
 	$(MAKE) -f tests/c/Makefile.runtime PLUGIN=$(PLUGIN) \
 	  $(if $(shell command -v valgrind),valgrind,run-runtime)
 

@@ -37,10 +37,20 @@ def _let_autograd_threads_settle():
 
 atexit.register(_let_autograd_threads_settle)
 from ._stats import cache_stats, reset_cache_stats  # noqa: E402,F401
-from .modes import eager_mode, get_eager_mode, set_eager_mode  # noqa: E402,F401
+from .modes import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402,F401
 from . import modes as _modes  # noqa: E402
 
 _modes._init_from_environment()
 
+
+def _mark_step(optimizer, args, kwargs):
+    # a training step ends at optimizer.step(): per-step program counts
+    _C._mark_step()
+
+
+from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: E402
+
+register_optimizer_step_post_hook(_mark_step)
+
 __all__ = ["cache_stats", "reset_cache_stats", "debug", "set_eager_mode", "get_eager_mode",
-           "eager_mode"]
+           "eager_mode", "sync"]

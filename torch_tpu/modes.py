@@ -2,6 +2,14 @@
 
 - ``strict`` (the default): every op runs as one cached program, launched
   asynchronously; the host only waits when it reads a value.
+- ``fused``: ops are recorded, not launched; the recorded ops compile into
+  one program (at full XLA effort, cached by the op sequence) and run when a
+  value is needed on the host (``.item()``, ``.cpu()``, ``print``,
+  ``torch.save``, ``bool()``), when a CPU-fallback op needs its inputs, on
+  ``torch_tpu.sync()``, when the op sequence starts repeating (a loop
+  boundary, so a training step becomes one cached program), or after
+  ``TORCH_TPU_FUSED_MAX_OPS`` ops (default 2048). Tensors that die before the
+  flush are never materialized.
 - ``debug``: every op waits for its result (so a device failure is reported
   at the op that caused it) and compiles are logged with the op and shapes
   that caused them. Two optional checks, by environment variable:
@@ -26,9 +34,10 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from . import _C
 
-__all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "MODES"]
+__all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "sync", "MODES"]
 
-MODES = ("strict", "debug")
+MODES = ("strict", "fused", "debug")
+_MODE_CODE = {"strict": 0, "fused": 1, "debug": 2}  # tt_exec_mode in csrc/graph/execute.h
 _PKG_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)))
 
 _state = threading.local()
@@ -116,8 +125,15 @@ class _DebugMode(TorchDispatchMode):
 
 def _apply(mode: str):
     if mode not in MODES:
-        raise ValueError(f"unknown eager mode {mode!r}; choose one of {MODES} "
-                         "(Fused eager is not available yet)")
+        raise ValueError(f"unknown eager mode {mode!r}; choose one of {MODES}")
+
+
+def sync() -> None:
+    """Fused eager: compiles and launches what has been recorded so far
+    (asynchronously; torch.tpu.synchronize() also waits). A no-op in the
+    other modes."""
+    if _C._is_initialized():
+        _C._flush()
 
 
 def get_eager_mode() -> str:
@@ -132,10 +148,12 @@ def set_eager_mode(mode: str) -> None:
     the backward passes it starts."""
     global _default_mode, _default_debug
     _apply(mode)
+    sync()  # what was recorded runs in the mode it was recorded in
     if _default_debug is not None:
         _default_debug.__exit__(None, None, None)
         _default_debug = None
     _default_mode = mode
+    _C._set_default_mode(_MODE_CODE[mode])
     _C._set_synchronous(mode == "debug")
     _C._set_log_compiles(mode == "debug" or os.environ.get("TORCH_TPU_LOG_COMPILES", "0") != "0")
     if mode == "debug":
@@ -150,7 +168,9 @@ def eager_mode(mode: str, **checks):
     (defaults from the environment)."""
     _apply(mode)
     prev = getattr(_state, "mode", None)
+    sync()
     _state.mode = mode
+    prev_code = _C._thread_mode_enter(_MODE_CODE[mode])
     try:
         if mode == "debug":
             with _DebugMode(**checks):
@@ -158,10 +178,19 @@ def eager_mode(mode: str, **checks):
         else:
             yield
     finally:
-        _state.mode = prev
+        try:
+            sync()
+        finally:
+            _C._thread_mode_exit(prev_code)
+            _state.mode = prev
 
 
 def _init_from_environment():
     mode = os.environ.get("TORCH_TPU_EAGER_MODE", "").strip().lower()
+    # the reference system's switches, accepted as aliases
+    if not mode and os.environ.get("TORCH_TPU_LAUNCH_BLOCKING", "0") not in ("", "0"):
+        mode = "debug"
+    if not mode and os.environ.get("TORCH_TPU_DEFER_AND_FUSE", "0") not in ("", "0"):
+        mode = "fused"
     if mode:
         set_eager_mode(mode)

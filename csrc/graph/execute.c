@@ -1,5 +1,6 @@
 #include "graph/execute.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,9 @@
 
 #include "cache/compile_cache.h"
 #include "graph/core.h"
+#include "graph/key_buf.h"
+#include "graph/persistent.h"
+#include "graph/region.h"
 #include "graph/storage.h"
 
 static _Atomic int optimization_level = 1;
@@ -18,7 +22,7 @@ void tt_set_synchronous(bool on) { atomic_store(&synchronous, on); }
 bool tt_get_synchronous(void) { return atomic_load(&synchronous); }
 void tt_set_log_compiles(bool on) { atomic_store(&log_compiles, on); }
 
-static bool should_log_compiles(void) {
+bool tt_log_compiles_enabled(void) {
   int v = atomic_load(&log_compiles);
   if (v < 0) {
     const char *env = getenv("TORCH_TPU_LOG_COMPILES");
@@ -54,33 +58,93 @@ tt_exec_stats tt_get_exec_stats(void) {
   return (tt_exec_stats){atomic_load(&n_run), atomic_load(&n_declined), atomic_load(&n_missing)};
 }
 
-/* ------------------------------------------------------------ cache key */
+/* ------------------------------------------------------------ modes */
 
-typedef struct {
-  unsigned char *data;
-  size_t len, cap;
-  unsigned char inline_buf[2048];
-} key_buf;
+static _Atomic int default_mode = TT_MODE_STRICT;
+static _Thread_local int thread_mode = -1;
+static _Atomic int open_contexts;
+static _Atomic int innermost_context_mode;
 
-static void key_put(key_buf *k, const void *p, size_t n) {
-  if (k->len + n > k->cap) {
-    size_t cap = k->cap * 2;
-    while (cap < k->len + n) cap *= 2;
-    unsigned char *d = k->data == k->inline_buf ? malloc(cap) : realloc(k->data, cap);
-    if (!d) abort();
-    if (k->data == k->inline_buf) memcpy(d, k->inline_buf, k->len);
-    k->data = d;
-    k->cap = cap;
-  }
-  memcpy(k->data + k->len, p, n);
-  k->len += n;
+void tt_set_default_mode(tt_exec_mode mode) { atomic_store(&default_mode, (int)mode); }
+
+int tt_thread_mode_enter(tt_exec_mode mode) {
+  int previous = thread_mode;
+  thread_mode = (int)mode;
+  atomic_store(&innermost_context_mode, (int)mode);
+  atomic_fetch_add(&open_contexts, 1);
+  return previous;
 }
 
-#define KEY_VAL(k, v)            \
-  do {                           \
-    __typeof__(v) kv_ = (v);     \
-    key_put((k), &kv_, sizeof kv_); \
-  } while (0)
+void tt_thread_mode_exit(int previous) {
+  thread_mode = previous;
+  if (previous >= 0) atomic_store(&innermost_context_mode, previous);
+  atomic_fetch_sub(&open_contexts, 1);
+}
+
+tt_exec_mode tt_current_mode(void) {
+  if (thread_mode >= 0) return (tt_exec_mode)thread_mode;
+  if (atomic_load(&open_contexts) > 0) return (tt_exec_mode)atomic_load(&innermost_context_mode);
+  return (tt_exec_mode)atomic_load(&default_mode);
+}
+
+/* ------------------------------------------------------------ step stats */
+
+static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  uint64_t compiles[TT_MODES];
+  const void **seen; /* distinct programs launched this step */
+  int n_seen, cap_seen;
+  uint64_t launches, step_compiles;
+  uint64_t last_programs, last_launches, last_compiles, steps;
+} step;
+
+void tt_note_compile(tt_exec_mode mode) {
+  pthread_mutex_lock(&step_lock);
+  step.compiles[mode]++;
+  step.step_compiles++;
+  pthread_mutex_unlock(&step_lock);
+}
+
+void tt_note_program_launch(const void *program) {
+  pthread_mutex_lock(&step_lock);
+  step.launches++;
+  bool seen = false;
+  for (int i = step.n_seen - 1; i >= 0 && !seen; i--) seen = step.seen[i] == program;
+  if (!seen && step.n_seen < 4096) { /* beyond that the count saturates */
+    if (step.n_seen == step.cap_seen) {
+      int cap = step.cap_seen ? step.cap_seen * 2 : 64;
+      const void **p = realloc(step.seen, sizeof *p * (size_t)cap);
+      if (p) step.seen = p, step.cap_seen = cap;
+    }
+    if (step.n_seen < step.cap_seen) step.seen[step.n_seen++] = program;
+  }
+  pthread_mutex_unlock(&step_lock);
+}
+
+void tt_mark_step(void) {
+  pthread_mutex_lock(&step_lock);
+  step.last_programs = (uint64_t)step.n_seen;
+  step.last_launches = step.launches;
+  step.last_compiles = step.step_compiles;
+  step.steps++;
+  step.n_seen = 0;
+  step.launches = step.step_compiles = 0;
+  pthread_mutex_unlock(&step_lock);
+}
+
+tt_mode_stats tt_get_mode_stats(void) {
+  pthread_mutex_lock(&step_lock);
+  tt_mode_stats m;
+  memcpy(m.compiles, step.compiles, sizeof m.compiles);
+  m.last_step_programs = step.last_programs;
+  m.last_step_launches = step.last_launches;
+  m.last_step_compiles = step.last_compiles;
+  m.steps = step.steps;
+  pthread_mutex_unlock(&step_lock);
+  return m;
+}
+
+/* ------------------------------------------------------------ cache key */
 
 /* Index of the first earlier tensor sharing `s` (programs differ when two
  * arguments alias one storage), or -1. */
@@ -90,24 +154,24 @@ static int32_t alias_index(tt_storage **seen, int n_seen, tt_storage *s) {
   return -1;
 }
 
-static void key_tensor(key_buf *k, const tt_tensor_ref *r, tt_storage ***seen, int *n_seen,
+static void key_tensor(tt_key_buf *k, const tt_tensor_ref *r, tt_storage ***seen, int *n_seen,
                        int *cap_seen) {
   if (!r) {
-    KEY_VAL(k, (uint8_t)0xEE);
+    TT_KEY_VAL(k, (uint8_t)0xEE);
     return;
   }
-  KEY_VAL(k, (uint8_t)r->dtype);
-  KEY_VAL(k, (uint8_t)r->ndim);
+  TT_KEY_VAL(k, (uint8_t)r->dtype);
+  TT_KEY_VAL(k, (uint8_t)r->ndim);
   if (!r->storage) {
-    KEY_VAL(k, (uint8_t)(2 + r->wrapped_number));
+    TT_KEY_VAL(k, (uint8_t)(2 + r->wrapped_number));
     return;
   }
-  KEY_VAL(k, (uint8_t)1);
-  key_put(k, r->sizes, sizeof(int64_t) * (size_t)r->ndim);
-  key_put(k, r->strides, sizeof(int64_t) * (size_t)r->ndim);
-  KEY_VAL(k, r->offset);
-  KEY_VAL(k, (uint64_t)r->storage->nbytes);
-  KEY_VAL(k, alias_index(*seen, *n_seen, r->storage));
+  TT_KEY_VAL(k, (uint8_t)1);
+  tt_key_put(k, r->sizes, sizeof(int64_t) * (size_t)r->ndim);
+  tt_key_put(k, r->strides, sizeof(int64_t) * (size_t)r->ndim);
+  TT_KEY_VAL(k, r->offset);
+  TT_KEY_VAL(k, (uint64_t)r->storage->nbytes);
+  TT_KEY_VAL(k, alias_index(*seen, *n_seen, r->storage));
   if (*n_seen == *cap_seen) {
     *cap_seen = *cap_seen ? *cap_seen * 2 : 16;
     *seen = realloc(*seen, (size_t)*cap_seen * sizeof **seen);
@@ -116,45 +180,45 @@ static void key_tensor(key_buf *k, const tt_tensor_ref *r, tt_storage ***seen, i
   (*seen)[(*n_seen)++] = r->storage;
 }
 
-static void build_key(key_buf *k, const char *op_name, const tt_arg *args, int nargs,
+static void build_key(tt_key_buf *k, const char *op_name, const tt_arg *args, int nargs,
                       bool returns_written) {
-  key_put(k, op_name, strlen(op_name) + 1);
-  KEY_VAL(k, (uint8_t)returns_written);
-  KEY_VAL(k, (uint8_t)atomic_load(&optimization_level));
+  tt_key_put(k, op_name, strlen(op_name) + 1);
+  TT_KEY_VAL(k, (uint8_t)returns_written);
+  TT_KEY_VAL(k, (uint8_t)atomic_load(&optimization_level));
   tt_storage **seen = NULL;
   int n_seen = 0, cap_seen = 0;
   for (int i = 0; i < nargs; i++) {
     const tt_arg *a = &args[i];
-    KEY_VAL(k, (uint8_t)a->kind);
-    KEY_VAL(k, (uint8_t)(a->written | (a->resizable << 1)));
+    TT_KEY_VAL(k, (uint8_t)a->kind);
+    TT_KEY_VAL(k, (uint8_t)(a->written | (a->resizable << 1)));
     switch (a->kind) {
       case TT_ARG_TENSOR: key_tensor(k, a->u.tensor, &seen, &n_seen, &cap_seen); break;
       case TT_ARG_TENSOR_LIST:
-        KEY_VAL(k, a->count);
+        TT_KEY_VAL(k, a->count);
         for (int j = 0; j < a->count; j++) key_tensor(k, a->u.tensors[j], &seen, &n_seen, &cap_seen);
         break;
-      case TT_ARG_INT: case TT_ARG_LAYOUT: case TT_ARG_MEMORY_FORMAT: KEY_VAL(k, a->u.i); break;
+      case TT_ARG_INT: case TT_ARG_LAYOUT: case TT_ARG_MEMORY_FORMAT: TT_KEY_VAL(k, a->u.i); break;
       case TT_ARG_DEVICE: break; /* programs are portable across devices */
-      case TT_ARG_DOUBLE: KEY_VAL(k, a->u.d); break;
-      case TT_ARG_BOOL: KEY_VAL(k, (uint8_t)a->u.b); break;
-      case TT_ARG_DTYPE: KEY_VAL(k, (uint8_t)a->u.dtype); break;
-      case TT_ARG_STRING: key_put(k, a->u.str, strlen(a->u.str) + 1); break;
-      case TT_ARG_SCALAR: KEY_VAL(k, (uint8_t)a->u.s.kind); break;
+      case TT_ARG_DOUBLE: TT_KEY_VAL(k, a->u.d); break;
+      case TT_ARG_BOOL: TT_KEY_VAL(k, (uint8_t)a->u.b); break;
+      case TT_ARG_DTYPE: TT_KEY_VAL(k, (uint8_t)a->u.dtype); break;
+      case TT_ARG_STRING: tt_key_put(k, a->u.str, strlen(a->u.str) + 1); break;
+      case TT_ARG_SCALAR: TT_KEY_VAL(k, (uint8_t)a->u.s.kind); break;
       case TT_ARG_INT_LIST:
-        KEY_VAL(k, a->count);
-        key_put(k, a->u.ints, sizeof(int64_t) * (size_t)a->count);
+        TT_KEY_VAL(k, a->count);
+        tt_key_put(k, a->u.ints, sizeof(int64_t) * (size_t)a->count);
         break;
       case TT_ARG_DOUBLE_LIST:
-        KEY_VAL(k, a->count);
-        key_put(k, a->u.doubles, sizeof(double) * (size_t)a->count);
+        TT_KEY_VAL(k, a->count);
+        tt_key_put(k, a->u.doubles, sizeof(double) * (size_t)a->count);
         break;
       case TT_ARG_BOOL_LIST:
-        KEY_VAL(k, a->count);
-        for (int j = 0; j < a->count; j++) KEY_VAL(k, (uint8_t)a->u.bools[j]);
+        TT_KEY_VAL(k, a->count);
+        for (int j = 0; j < a->count; j++) TT_KEY_VAL(k, (uint8_t)a->u.bools[j]);
         break;
       case TT_ARG_SCALAR_LIST:
-        KEY_VAL(k, a->count);
-        for (int j = 0; j < a->count; j++) KEY_VAL(k, (uint8_t)a->u.scalars[j].kind);
+        TT_KEY_VAL(k, a->count);
+        for (int j = 0; j < a->count; j++) TT_KEY_VAL(k, (uint8_t)a->u.scalars[j].kind);
         break;
       case TT_ARG_NONE: case TT_ARG_GENERATOR: case TT_ARG_OTHER: break;
     }
@@ -164,16 +228,16 @@ static void build_key(key_buf *k, const char *op_name, const tt_arg *args, int n
 
 /* Appends the values of the scalar arguments p depends on, after a marker
  * byte so a key with values never equals a key without. */
-static void add_values_to_key(key_buf *k, const tt_program *p, const tt_arg *args) {
-  KEY_VAL(k, (uint8_t)0xA5);
+static void add_values_to_key(tt_key_buf *k, const tt_program *p, const tt_arg *args) {
+  TT_KEY_VAL(k, (uint8_t)0xA5);
   for (int i = 0; i < p->n_value_args; i++) {
     const tt_arg *a = &args[p->value_args[i]];
     if (a->kind == TT_ARG_SCALAR) {
-      KEY_VAL(k, a->u.s.i);
-      KEY_VAL(k, a->u.s.f);
+      TT_KEY_VAL(k, a->u.s.i);
+      TT_KEY_VAL(k, a->u.s.f);
     } else if (a->kind == TT_ARG_TENSOR) {
-      KEY_VAL(k, a->u.tensor->value_i);
-      KEY_VAL(k, a->u.tensor->value_f);
+      TT_KEY_VAL(k, a->u.tensor->value_i);
+      TT_KEY_VAL(k, a->u.tensor->value_f);
     }
   }
 }
@@ -198,32 +262,44 @@ static void dump_program(const char *op_name, const char *text) {
   fclose(f);
 }
 
-static tt_error *compile_program(const char *op_name, tt_lower_fn fn, tt_arg *args, int nargs,
-                                 bool returns_written, tt_program **out) {
-  double t0 = now_seconds();
-  tt_program *p = NULL;
-  TT_TRY(tt_program_build(op_name, fn, args, nargs, returns_written, &p));
-  if (p->declined || p->n_resize) {
-    *out = p;
-    return NULL;
-  }
-  dump_program(op_name, p->text);
-  tt_compile_options opts = {atomic_load(&optimization_level), true};
-  tt_error *err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &p->exe);
-  if (err) {
-    if (getenv("TORCH_TPU_DEBUG_PROGRAMS")) fprintf(stderr, "%s\n", p->text);
-    tt_program_free(p);
-    return tt_error_wrap(err, "compiling %s: ", op_name);
-  }
-  p->compile_seconds = now_seconds() - t0;
-  if (should_log_compiles()) log_compile(op_name, args, nargs, p->compile_seconds);
-  *out = p;
+/* Builds the op's program text and plan (not compiled: Fused eager only
+ * needs the plan; Strict compiles on first launch). */
+static tt_error *build_program(const char *op_name, tt_lower_fn fn, tt_arg *args, int nargs,
+                               bool returns_written, tt_program **out) {
+  TT_TRY(tt_program_build(op_name, fn, args, nargs, returns_written, out));
+  if (!(*out)->declined && !(*out)->n_resize) dump_program(op_name, (*out)->text);
   return NULL;
+}
+
+static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Compiles a cached plan's program once (racing threads wait for the first). */
+static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_arg *args, int nargs,
+                                 const tt_key_buf *key) {
+  pthread_mutex_lock(&compile_lock);
+  tt_error *err = NULL;
+  if (!p->exe) p->exe = tt_persistent_load(TT_PERSIST_OP, key->data, key->len);
+  if (!p->exe) {
+    double t0 = now_seconds();
+    tt_compile_options opts = {atomic_load(&optimization_level), true};
+    err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &p->exe);
+    if (err) {
+      if (getenv("TORCH_TPU_DEBUG_PROGRAMS")) fprintf(stderr, "%s\n", p->text);
+      err = tt_error_wrap(err, "compiling %s: ", op_name);
+    } else {
+      p->compile_seconds = now_seconds() - t0;
+      tt_note_compile(atomic_load(&synchronous) ? TT_MODE_DEBUG : TT_MODE_STRICT);
+      if (tt_log_compiles_enabled()) log_compile(op_name, args, nargs, p->compile_seconds);
+      tt_persistent_store(TT_PERSIST_OP, key->data, key->len, p->exe, NULL, 0);
+    }
+  }
+  pthread_mutex_unlock(&compile_lock);
+  return err;
 }
 
 /* ------------------------------------------------------------ run */
 
-static const tt_tensor_ref *plan_ref(const tt_arg *args, int arg, int elem) {
+const tt_tensor_ref *tt_plan_ref(const tt_arg *args, int arg, int elem) {
   const tt_arg *a = &args[arg];
   if (a->kind == TT_ARG_TENSOR) return a->u.tensor;
   if (a->kind == TT_ARG_TENSOR_LIST && elem >= 0 && elem < a->count) return a->u.tensors[elem];
@@ -231,13 +307,13 @@ static const tt_tensor_ref *plan_ref(const tt_arg *args, int arg, int elem) {
 }
 
 /* Host bytes of a scalar argument converted to dt. */
-static void scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned char out[8]) {
+void tt_param_scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned char out[8]) {
   const tt_arg *a = &args[pp->arg];
   double f = 0;
   int64_t i = 0;
   bool is_float = false;
   if (a->kind == TT_ARG_TENSOR) {
-    const tt_tensor_ref *r = plan_ref(args, pp->arg, pp->elem);
+    const tt_tensor_ref *r = tt_plan_ref(args, pp->arg, pp->elem);
     is_float = tt_dtype_is_floating(r->dtype);
     f = r->value_f;
     i = r->value_i;
@@ -282,7 +358,7 @@ static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *r
   for (int i = 0; i < np && !err; i++) {
     const tt_param_plan *pp = &p->params[i];
     if (pp->kind == TT_PARAM_STORAGE) {
-      const tt_tensor_ref *r = plan_ref(args, pp->arg, pp->elem);
+      const tt_tensor_ref *r = tt_plan_ref(args, pp->arg, pp->elem);
       if (r->storage->device != device)
         err = tt_error_new(TT_ERR_INVALID_ARGUMENT,
                            "Expected all tensors to be on the same device, but found at least "
@@ -290,7 +366,7 @@ static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *r
       else err = tt_storage_ensure(r->storage, pp->dtype, &in[i]);
     } else if (pp->kind == TT_PARAM_SCALAR) {
       unsigned char bytes[8];
-      scalar_bytes(args, pp, bytes);
+      tt_param_scalar_bytes(args, pp, bytes);
       err = tt_buffer_from_host(rt, device, pp->dtype, NULL, 0, bytes, &owned[i]);
       in[i] = owned[i];
     } else {
@@ -301,8 +377,13 @@ static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *r
       in[i] = owned[i];
     }
   }
+  /* a storage this op replaces may still be read by an open fused region */
+  for (int k = 0; k < p->n_outs && !err; k++)
+    if (p->outs[k].kind == TT_OUT_WRITE)
+      err = tt_storage_sync(tt_plan_ref(args, p->outs[k].arg, p->outs[k].elem)->storage, true);
   if (!err) err = tt_execute(p->exe, device, in, np, out, p->n_outs);
   if (err) goto done;
+  tt_note_program_launch(p);
   int n_new = 0;
   for (int k = 0; k < p->n_outs; k++) n_new += p->outs[k].kind == TT_OUT_NEW;
   res->news = n_new ? calloc((size_t)n_new, sizeof *res->news) : NULL;
@@ -310,13 +391,15 @@ static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *r
   for (int k = 0; k < p->n_outs; k++) {
     const tt_output_plan *op = &p->outs[k];
     if (op->kind == TT_OUT_WRITE) {
-      tt_storage_set_buffer(plan_ref(args, op->arg, op->elem)->storage, out[k]);
+      tt_storage_set_buffer(tt_plan_ref(args, op->arg, op->elem)->storage, out[k]);
     } else if (res->news) {
       tt_new_tensor *t = &res->news[res->n_new++];
       t->dtype = op->shape.dtype;
       t->ndim = op->shape.ndim;
       memcpy(t->sizes, op->shape.dims, sizeof t->sizes);
-      t->buffer = out[k];
+      t->storage = tt_storage_new(device, tt_buffer_nbytes(out[k]));
+      if (t->storage) tt_storage_set_buffer(t->storage, out[k]);
+      else tt_buffer_release(out[k]);
     } else {
       tt_buffer_release(out[k]);
     }
@@ -337,8 +420,8 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
     atomic_fetch_add(&n_missing, 1);
     return tt_error_new(TT_ERR_NOT_IMPLEMENTED, "no lowering for aten::%s", op_name);
   }
-  key_buf k = {.data = NULL, .len = 0, .cap = sizeof k.inline_buf};
-  k.data = k.inline_buf;
+  tt_key_buf k;
+  tt_key_init(&k);
   build_key(&k, op_name, args, nargs, returns_written);
   tt_program *p = tt_cache_lookup(k.data, k.len);
   tt_error *err = NULL;
@@ -349,7 +432,7 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
     p = tt_cache_lookup(k.data, k.len);
   }
   if (!p) {
-    err = compile_program(op_name, fn, args, nargs, returns_written, &p);
+    err = build_program(op_name, fn, args, nargs, returns_written, &p);
     if (!err && p->n_value_args && !keyed_by_values) {
       /* first sight of a value-dependent op: store a router under the
        * value-free key, the program under the key with values */
@@ -367,20 +450,31 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
     if (!err && p->n_resize == 0)
       p = tt_cache_insert(k.data, k.len, p, tt_program_free, p->compile_seconds);
   }
-  if (k.data != k.inline_buf) free(k.data);
-  if (err) return err;
+  if (err) {
+    tt_key_free(&k);
+    return err;
+  }
   if (p->n_resize) { /* not cached: the retry has other shapes */
     res->n_resize = p->n_resize;
     res->resize = p->resize;
     p->resize = NULL;
     tt_program_free(p);
+    tt_key_free(&k);
     return tt_error_new(TT_ERR_NEEDS_RESIZE, "%s: out= arguments need resizing", op_name);
   }
   if (p->declined) {
+    tt_key_free(&k);
     atomic_fetch_add(&n_declined, 1);
     return tt_error_new(p->declined, "%s", p->decline_message);
   }
-  err = launch(p, args, device, res);
+  if (tt_current_mode() == TT_MODE_FUSED) {
+    err = tt_region_record(op_name, fn, p, k.data, k.len, args, nargs, returns_written, device, res);
+    tt_key_free(&k);
+    return err;
+  }
+  err = ensure_compiled(p, op_name, args, nargs, &k);
+  tt_key_free(&k);
+  if (!err) err = launch(p, args, device, res);
   if (!err) atomic_fetch_add(&n_run, 1);
   if (!err && atomic_load(&synchronous)) {
     err = tt_runtime_synchronize(tt_core_runtime());
@@ -393,7 +487,7 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
 }
 
 void tt_op_result_clear(tt_op_result *res) {
-  for (int i = 0; i < res->n_new; i++) tt_buffer_release(res->news[i].buffer);
+  for (int i = 0; i < res->n_new; i++) tt_storage_drop(res->news[i].storage);
   free(res->news);
   free(res->resize);
   memset(res, 0, sizeof *res);

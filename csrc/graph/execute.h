@@ -10,7 +10,9 @@ typedef struct {
   tt_dtype dtype;
   int ndim;
   int64_t sizes[TT_MAX_DIMS];
-  tt_buffer *buffer; /* owned by the result until taken */
+  /* a fresh storage holding the value (or, in Fused eager, its pending
+   * value); the user reference is owned by the result until taken */
+  tt_storage *storage;
 } tt_new_tensor;
 
 typedef struct {
@@ -41,6 +43,36 @@ void tt_set_log_compiles(bool on);
 
 /* Compiles every program at this optimization level (recorded in keys). */
 void tt_set_optimization_level(int level);
+
+/* Eager modes as the core sees them: Debug is Strict plus synchronous
+ * launches (tt_set_synchronous) and Python-side checks. */
+typedef enum { TT_MODE_STRICT = 0, TT_MODE_FUSED = 1, TT_MODE_DEBUG = 2, TT_MODES } tt_exec_mode;
+
+/* The process default, used by threads without an override of their own. */
+void tt_set_default_mode(tt_exec_mode mode);
+/* A per-thread override (the eager_mode context manager). enter returns the
+ * previous override (-1: none) to pass to exit. Threads without an override
+ * (autograd's device threads) follow the innermost open context of any
+ * thread, so a backward inside `with eager_mode("fused")` is fused too. */
+int tt_thread_mode_enter(tt_exec_mode mode);
+void tt_thread_mode_exit(int previous);
+tt_exec_mode tt_current_mode(void);
+
+bool tt_log_compiles_enabled(void);
+
+/* Per-mode compile counts and per-step program counts. A step ends at
+ * tt_mark_step (torch_tpu marks one per optimizer.step()). */
+void tt_note_compile(tt_exec_mode mode);
+void tt_note_program_launch(const void *program);
+typedef struct {
+  uint64_t compiles[TT_MODES];
+  uint64_t last_step_programs;  /* distinct programs launched in the last step */
+  uint64_t last_step_launches;
+  uint64_t last_step_compiles;
+  uint64_t steps;
+} tt_mode_stats;
+tt_mode_stats tt_get_mode_stats(void);
+void tt_mark_step(void);
 
 /* Counters, for torch_tpu.cache_stats() and tests. */
 typedef struct {

@@ -41,6 +41,7 @@ struct tt_lower_ctx {
   int n_writes, cap_writes;
   int *value_args;
   int n_value_args, cap_value_args;
+  const tt_region_binding *bind; /* fused replay: values come from the region */
 };
 
 #define GROW(ptr, n, cap)                                           \
@@ -152,11 +153,20 @@ const tt_scalar *tt_lc_scalar_ref(const tt_lower_ctx *c, int i) {
 
 /* ------------------------------------------------------------ params */
 
+static const tt_tensor_ref *arg_ref(const tt_lower_ctx *c, int arg, int elem) {
+  return elem < 0 ? tt_lc_ref(c, arg) : tt_lc_list_ref(c, arg, elem);
+}
+
 static tt_val add_param(tt_lower_ctx *c, tt_param_kind kind, int arg, int elem, tt_dtype dt,
                         tt_shape shape) {
   GROW(c->params, c->n_params, c->cap_params);
-  c->params[c->n_params++] = (tt_param_plan){kind, arg, elem, dt};
-  return tt_b_param(c->b, shape);
+  int q = c->n_params++;
+  c->params[q] = (tt_param_plan){kind, arg, elem, dt};
+  if (!c->bind) return tt_b_param(c->b, shape);
+  if (kind == TT_PARAM_STORAGE)
+    return c->bind->storage_value(c->bind->self, arg_ref(c, arg, elem)->storage, dt,
+                                  shape.dims[0]);
+  return c->bind->param_value(c->bind->self, q, shape);
 }
 
 static storage_slot *slot_for(tt_lower_ctx *c, const tt_tensor_ref *r, int arg, int elem) {
@@ -394,29 +404,134 @@ static int dest_count(const tt_arg *a) {
   return 0;
 }
 
+/* Runs the lowering and computes the program's outputs: their plan and
+ * values (flat), plus resize requests for out= arguments. */
+static tt_error *lower_op(tt_lower_ctx *c, tt_program *p, bool returns_written,
+                          tt_output_plan **outs_p, int *n_outs_p, tt_val **vals_p, int *n_vals_p,
+                          tt_output_plan **resize_p, int *n_resize_p) {
+  tt_arg *args = c->args;
+  int nargs = c->nargs;
+  const char *op_name = c->op_name;
+  tt_error *err = NULL;
+  tt_output_plan *outs = NULL, *resize = NULL;
+  int n_outs = 0, cap_outs = 0, n_resize = 0, cap_resize = 0;
+  tt_val *out_vals = NULL;
+  int cap_vals = 0, n_vals = 0;
+
+  if (returns_written) {
+    int k = 0;
+    for (int i = 0; i < nargs && !err; i++) {
+      int n = dest_count(&args[i]);
+      for (int j = 0; j < n && !err; j++, k++) {
+        if (k >= c->n_results) {
+          err = tt_error_new(TT_ERR_RUNTIME, "internal: %s produced %d results for more destinations",
+                             op_name, c->n_results);
+          break;
+        }
+        if (c->unchanged[k]) continue;
+        err = write_destination(c, p, i, args[i].kind == TT_ARG_TENSOR_LIST ? j : -1,
+                                c->results[k], &resize, &n_resize, &cap_resize);
+      }
+    }
+  } else {
+    for (int k = 0; k < c->n_results; k++) {
+      tt_val v = c->results[k];
+      tt_shape shape = tt_b_shape(c->b, v);
+      int64_t numel = tt_shape_numel(&shape);
+      GROW(outs, n_outs, cap_outs);
+      outs[n_outs++] = (tt_output_plan){TT_OUT_NEW, -1, -1, shape};
+      GROW(out_vals, n_vals, cap_vals);
+      out_vals[n_vals++] = tt_b_reshape(c->b, v, 1, &numel); /* storages are flat */
+    }
+  }
+  for (int w = 0; w < c->n_writes && !err; w++)
+    err = write_destination(c, p, c->writes[w].arg, c->writes[w].elem, c->writes[w].value, &resize,
+                            &n_resize, &cap_resize);
+  if (!err && tt_b_error(c->b)) err = tt_b_take_error(c->b);
+  /* one output per storage whose contents changed */
+  for (int k = 0; k < c->n_slots && !err; k++) {
+    storage_slot *s = &c->slots[k];
+    if (s->current == s->flat) continue;
+    int arg = -1, elem = -1;
+    /* find a tensor referring to this storage to name it in the plan */
+    for (int i = 0; i < nargs && arg < 0; i++) {
+      if (args[i].kind == TT_ARG_TENSOR && args[i].u.tensor->storage == s->storage) arg = i;
+      if (args[i].kind == TT_ARG_TENSOR_LIST)
+        for (int j = 0; j < args[i].count && arg < 0; j++)
+          if (args[i].u.tensors[j] && args[i].u.tensors[j]->storage == s->storage) arg = i, elem = j;
+    }
+    GROW(outs, n_outs, cap_outs);
+    outs[n_outs++] = (tt_output_plan){TT_OUT_WRITE, arg, elem, tt_b_shape(c->b, s->current)};
+    GROW(out_vals, n_vals, cap_vals);
+    out_vals[n_vals++] = s->current;
+  }
+  *outs_p = outs;
+  *n_outs_p = n_outs;
+  *vals_p = out_vals;
+  *n_vals_p = n_vals;
+  *resize_p = resize;
+  *n_resize_p = n_resize;
+  return err;
+}
+
+static tt_error *ctx_init(tt_lower_ctx *c, const char *op_name, tt_arg *args, int nargs,
+                          tt_builder *b) {
+  memset(c, 0, sizeof *c);
+  c->op_name = op_name;
+  c->args = args;
+  c->nargs = nargs;
+  c->b = b;
+  c->read_base = calloc((size_t)nargs + 1, sizeof *c->read_base);
+  int total = 0;
+  for (int i = 0; i < nargs; i++) {
+    c->read_base[i] = total;
+    total += args[i].kind == TT_ARG_TENSOR_LIST ? (args[i].count > 0 ? args[i].count : 1) : 1;
+  }
+  c->read_cache = malloc((size_t)(total ? total : 1) * sizeof *c->read_cache);
+  if (!c->b || !c->read_base || !c->read_cache)
+    return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory lowering %s", op_name);
+  for (int i = 0; i < total; i++) c->read_cache[i] = TT_INVALID;
+  return NULL;
+}
+
+tt_error *tt_program_lower_into(tt_builder *b, const tt_region_binding *bind, const char *op_name,
+                                tt_lower_fn fn, tt_arg *args, int nargs, bool returns_written,
+                                tt_val **out_vals, int *n_out_vals) {
+  *out_vals = NULL;
+  *n_out_vals = 0;
+  tt_lower_ctx c;
+  tt_error *err = ctx_init(&c, op_name, args, nargs, b);
+  c.bind = bind;
+  if (!err) err = fn(&c);
+  if (!err && tt_b_error(b)) err = tt_b_take_error(b);
+  tt_output_plan *outs = NULL, *resize = NULL;
+  int n_outs = 0, n_resize = 0;
+  if (!err) err = lower_op(&c, NULL, returns_written, &outs, &n_outs, out_vals, n_out_vals,
+                           &resize, &n_resize);
+  if (!err && n_resize)
+    err = tt_error_new(TT_ERR_RUNTIME, "internal: %s needs a resize inside a region", op_name);
+  free(outs);
+  free(resize);
+  c.b = NULL; /* the builder is the region's */
+  ctx_free(&c);
+  if (err) {
+    free(*out_vals);
+    *out_vals = NULL;
+    return tt_error_wrap(err, "%s: ", op_name);
+  }
+  return NULL;
+}
+
 tt_error *tt_program_build(const char *op_name, tt_lower_fn fn, tt_arg *args, int nargs,
                            bool returns_written, tt_program **out) {
   *out = NULL;
   tt_lower_ctx c;
-  memset(&c, 0, sizeof c);
-  c.op_name = op_name;
-  c.args = args;
-  c.nargs = nargs;
-  c.b = tt_builder_new();
-  c.read_base = calloc((size_t)nargs + 1, sizeof *c.read_base);
-  int total = 0;
-  for (int i = 0; i < nargs; i++) {
-    c.read_base[i] = total;
-    total += args[i].kind == TT_ARG_TENSOR_LIST ? (args[i].count > 0 ? args[i].count : 1) : 1;
-  }
-  c.read_cache = malloc((size_t)(total ? total : 1) * sizeof *c.read_cache);
-  if (!c.b || !c.read_base || !c.read_cache) {
+  tt_error *err = ctx_init(&c, op_name, args, nargs, tt_builder_new());
+  if (err) {
     ctx_free(&c);
-    return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory lowering %s", op_name);
+    return err;
   }
-  for (int i = 0; i < total; i++) c.read_cache[i] = TT_INVALID;
-
-  tt_error *err = fn(&c);
+  err = fn(&c);
   if (!err && tt_b_error(c.b)) err = tt_b_take_error(c.b);
   tt_program *p = calloc(1, sizeof *p);
   if (p && c.n_value_args) { /* a decline may depend on the values too */
@@ -439,59 +554,10 @@ tt_error *tt_program_build(const char *op_name, tt_lower_fn fn, tt_arg *args, in
     ctx_free(&c);
     return err;
   }
-
   tt_output_plan *outs = NULL, *resize = NULL;
-  int n_outs = 0, cap_outs = 0, n_resize = 0, cap_resize = 0;
+  int n_outs = 0, n_resize = 0, n_vals = 0;
   tt_val *out_vals = NULL;
-  int cap_vals = 0, n_vals = 0;
-
-  if (returns_written) {
-    int k = 0;
-    for (int i = 0; i < nargs && !err; i++) {
-      int n = dest_count(&args[i]);
-      for (int j = 0; j < n && !err; j++, k++) {
-        if (k >= c.n_results) {
-          err = tt_error_new(TT_ERR_RUNTIME, "internal: %s produced %d results for more destinations",
-                             op_name, c.n_results);
-          break;
-        }
-        if (c.unchanged[k]) continue;
-        err = write_destination(&c, p, i, args[i].kind == TT_ARG_TENSOR_LIST ? j : -1,
-                                c.results[k], &resize, &n_resize, &cap_resize);
-      }
-    }
-  } else {
-    for (int k = 0; k < c.n_results; k++) {
-      tt_val v = c.results[k];
-      tt_shape shape = tt_b_shape(c.b, v);
-      int64_t numel = tt_shape_numel(&shape);
-      GROW(outs, n_outs, cap_outs);
-      outs[n_outs++] = (tt_output_plan){TT_OUT_NEW, -1, -1, shape};
-      GROW(out_vals, n_vals, cap_vals);
-      out_vals[n_vals++] = tt_b_reshape(c.b, v, 1, &numel); /* storages are flat */
-    }
-  }
-  for (int w = 0; w < c.n_writes && !err; w++)
-    err = write_destination(&c, p, c.writes[w].arg, c.writes[w].elem, c.writes[w].value, &resize,
-                            &n_resize, &cap_resize);
-  if (!err && tt_b_error(c.b)) err = tt_b_take_error(c.b);
-  /* one output per storage whose contents changed */
-  for (int k = 0; k < c.n_slots && !err; k++) {
-    storage_slot *s = &c.slots[k];
-    if (s->current == s->flat) continue;
-    int arg = -1, elem = -1;
-    /* find a tensor referring to this storage to name it in the plan */
-    for (int i = 0; i < nargs && arg < 0; i++) {
-      if (args[i].kind == TT_ARG_TENSOR && args[i].u.tensor->storage == s->storage) arg = i;
-      if (args[i].kind == TT_ARG_TENSOR_LIST)
-        for (int j = 0; j < args[i].count && arg < 0; j++)
-          if (args[i].u.tensors[j] && args[i].u.tensors[j]->storage == s->storage) arg = i, elem = j;
-    }
-    GROW(outs, n_outs, cap_outs);
-    outs[n_outs++] = (tt_output_plan){TT_OUT_WRITE, arg, elem, tt_b_shape(c.b, s->current)};
-    GROW(out_vals, n_vals, cap_vals);
-    out_vals[n_vals++] = s->current;
-  }
+  err = lower_op(&c, p, returns_written, &outs, &n_outs, &out_vals, &n_vals, &resize, &n_resize);
   if (!err && n_resize == 0) err = tt_b_finish(c.b, out_vals, n_vals, &p->text);
   if (err) {
     free(outs);

@@ -35,15 +35,29 @@ tt_storage *tt_storage_new(int device, size_t nbytes) {
   if (!s) return NULL;
   s->nbytes = nbytes;
   s->device = device;
+  atomic_init(&s->refs, 1);
+  atomic_init(&s->user_alive, true);
+  atomic_init(&s->region_slot, -1);
+  atomic_init(&s->region_dirty, false);
   count(device, (int64_t)nbytes);
   return s;
 }
 
-void tt_storage_free(tt_storage *s) {
-  if (!s) return;
-  count(s->device, -(int64_t)s->nbytes);
+size_t tt_storage_nbytes(const tt_storage *s) { return s->nbytes; }
+
+void tt_storage_retain(tt_storage *s) { atomic_fetch_add(&s->refs, 1); }
+
+void tt_storage_release(tt_storage *s) {
+  if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
   tt_buffer_release(s->buffer);
   free(s);
+}
+
+void tt_storage_drop(tt_storage *s) {
+  if (!s) return;
+  count(s->device, -(int64_t)s->nbytes);
+  atomic_store(&s->user_alive, false);
+  tt_storage_release(s);
 }
 
 void tt_storage_set_buffer(tt_storage *s, tt_buffer *buf) {
@@ -53,6 +67,7 @@ void tt_storage_set_buffer(tt_storage *s, tt_buffer *buf) {
 }
 
 tt_error *tt_storage_read_bytes(tt_storage *s, void *dst, size_t nbytes) {
+  TT_TRY(tt_storage_sync(s, false));
   if (nbytes > s->nbytes) nbytes = s->nbytes;
   if (!s->buffer) {
     memset(dst, 0, nbytes);
@@ -77,6 +92,7 @@ tt_error *tt_storage_write_bytes(tt_storage *s, tt_dtype dtype, const void *src,
   if (item == 0 || nbytes % item)
     return tt_error_new(TT_ERR_TYPE, "storage of %zu bytes cannot hold %s elements", nbytes,
                         tt_dtype_name(dtype));
+  TT_TRY(tt_storage_sync(s, true));
   tt_runtime *rt = tt_core_runtime();
   if (!rt) return tt_error_new(TT_ERR_RUNTIME, "torch_tpu runtime is not initialized");
   int64_t n = (int64_t)(nbytes / item);
@@ -91,6 +107,7 @@ tt_error *tt_storage_ensure(tt_storage *s, tt_dtype dtype, tt_buffer **out) {
   if (item == 0 || s->nbytes % item)
     return tt_error_new(TT_ERR_TYPE, "storage of %zu bytes cannot be read as %s", s->nbytes,
                         tt_dtype_name(dtype));
+  TT_TRY(tt_storage_sync(s, false));
   int64_t n = (int64_t)(s->nbytes / item);
   if (s->buffer && tt_buffer_dtype(s->buffer) == dtype && tt_buffer_numel(s->buffer) == n) {
     *out = s->buffer;
@@ -110,6 +127,7 @@ tt_error *tt_storage_ensure(tt_storage *s, tt_dtype dtype, tt_buffer **out) {
 
 tt_error *tt_storage_resize(tt_storage *s, size_t nbytes) {
   if (nbytes == s->nbytes) return NULL;
+  TT_TRY(tt_storage_sync(s, true));
   if (!s->buffer) {
     count(s->device, (int64_t)nbytes - (int64_t)s->nbytes);
     s->nbytes = nbytes;

@@ -8,26 +8,55 @@
 #ifndef TT_GRAPH_STORAGE_H
 #define TT_GRAPH_STORAGE_H
 
+#ifndef __cplusplus
+#include <stdatomic.h>
+#endif
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/error.h"
 #include "pjrt/runtime.h"
 
+#ifndef __cplusplus /* C++ sees the handle only (no _Atomic there) */
 struct tt_storage {
   size_t nbytes;
   int device;
   tt_buffer *buffer; /* NULL until first written; 1-D of buffer's dtype */
+  /* PyTorch's reference (the DataPtr) plus one per open fused region that
+   * records the storage: a region may outlive the tensor. */
+  _Atomic int refs;
+  _Atomic bool user_alive; /* false once PyTorch dropped the storage */
+  /* Fused eager: the storage's slot in the open region (-1 when none) and
+   * whether the region holds a newer value than `buffer`. Set under the
+   * region lock; read by storage accessors to decide when to flush. */
+  _Atomic int region_slot;
+  _Atomic bool region_dirty;
 };
+#endif
 typedef struct tt_storage tt_storage;
 
-/* Allocates the handle (no device memory yet) and counts nbytes as
- * allocated on `device`. Returns NULL on host OOM. */
-tt_storage *tt_storage_new(int device, size_t nbytes);
-/* Releases the buffer and the handle; uncounts nbytes. Accepts NULL. */
-void tt_storage_free(tt_storage *s);
+size_t tt_storage_nbytes(const tt_storage *s);
 
-/* Replaces the buffer (takes ownership of buf, releases the old one). */
+/* Allocates the handle (no device memory yet) and counts nbytes as
+ * allocated on `device`. Returns NULL on host OOM. The caller holds the
+ * user reference. */
+tt_storage *tt_storage_new(int device, size_t nbytes);
+/* PyTorch dropped the storage: uncounts nbytes and releases the user
+ * reference. Accepts NULL. */
+void tt_storage_drop(tt_storage *s);
+/* References held by fused regions. */
+void tt_storage_retain(tt_storage *s);
+void tt_storage_release(tt_storage *s);
+
+/* Fused eager: before the storage is read (for_write false) or replaced
+ * from outside the open region, flushes the region if it holds a newer
+ * value (or, for a write, reads the storage at all). Implemented by the
+ * region layer; a no-op when the storage is in no region. */
+tt_error *tt_storage_sync(tt_storage *s, bool for_write);
+
+/* Replaces the buffer (takes ownership of buf, releases the old one). The
+ * caller has synced the storage for writing. */
 void tt_storage_set_buffer(tt_storage *s, tt_buffer *buf);
 
 /* Grows or shrinks nbytes keeping the common prefix of the contents. */

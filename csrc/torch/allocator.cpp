@@ -8,7 +8,7 @@ namespace torch_tpu {
 
 namespace {
 
-void delete_storage(void* ctx) { tt_storage_free(static_cast<tt_storage*>(ctx)); }
+void delete_storage(void* ctx) { tt_storage_drop(static_cast<tt_storage*>(ctx)); }
 
 struct TpuAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t nbytes) override {
@@ -16,7 +16,7 @@ struct TpuAllocator final : c10::Allocator {
     c10::DeviceIndex device = current_device();
     tt_storage* s = tt_storage_new(device, nbytes);
     TORCH_CHECK_WITH(OutOfMemoryError, s, "torch_tpu: out of host memory allocating a storage");
-    return {s, s, &delete_storage, c10::Device(c10::DeviceType::PrivateUse1, device)};
+    return make_data_ptr(s, device);
   }
   c10::DeleterFnPtr raw_deleter() const override { return &delete_storage; }
   void copy_data(void*, const void*, std::size_t) const override {
@@ -27,6 +27,10 @@ struct TpuAllocator final : c10::Allocator {
 TpuAllocator allocator;
 
 }  // namespace
+
+c10::DataPtr make_data_ptr(tt_storage* s, c10::DeviceIndex device) {
+  return {s, s, &delete_storage, c10::Device(c10::DeviceType::PrivateUse1, device)};
+}
 
 c10::Allocator* tpu_allocator() { return &allocator; }
 

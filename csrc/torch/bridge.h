@@ -28,6 +28,8 @@ c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);
 
 c10::Allocator* tpu_allocator();
+// A DataPtr owning the user reference of core storage s.
+c10::DataPtr make_data_ptr(tt_storage* s, c10::DeviceIndex device);
 
 // ScalarType <-> core dtype; raises TypeError for dtypes we do not support.
 tt_dtype to_core_dtype(at::ScalarType t);
@@ -43,6 +45,9 @@ void describe_tensor(const at::Tensor& t, tt_tensor_ref* ref);
 // Wraps a fresh device buffer as a new contiguous tpu tensor (takes buf).
 at::Tensor wrap_buffer(tt_buffer* buf, tt_dtype dtype, int ndim, const int64_t* sizes,
                        c10::DeviceIndex device);
+// Wraps a core storage (takes its user reference) as a new contiguous tensor.
+at::Tensor wrap_storage(tt_storage* s, tt_dtype dtype, int ndim, const int64_t* sizes,
+                        c10::DeviceIndex device);
 
 // Records and reports CPU fallbacks.
 void count_fallback(const std::string& op);

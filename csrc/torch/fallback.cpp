@@ -348,8 +348,9 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     try {
       for (int i = 0; i < res.n_new; i++) {
         tt_new_tensor& t = res.news[i];
-        made.push_back(wrap_buffer(t.buffer, t.dtype, t.ndim, t.sizes, device));
-        t.buffer = nullptr;
+        tt_storage* storage = t.storage;
+        t.storage = nullptr;
+        made.push_back(wrap_storage(storage, t.dtype, t.ndim, t.sizes, device));
       }
     } catch (...) {
       tt_op_result_clear(&res);

@@ -74,8 +74,8 @@ bool covers_storage(const at::Tensor& t) {
   tt_tensor_ref ref;
   describe_tensor(t, &ref);
   size_t item = t.element_size();
-  return tt_view_covers(&ref, static_cast<int64_t>(ref.storage->nbytes / item)) &&
-         ref.storage->nbytes % item == 0;
+  size_t nbytes = tt_storage_nbytes(ref.storage);
+  return tt_view_covers(&ref, static_cast<int64_t>(nbytes / item)) && nbytes % item == 0;
 }
 
 // Runs a core op over already-described arguments; raises on error.
@@ -95,9 +95,10 @@ at::Tensor dense(const at::Tensor& t) {
   args[0].u.tensor = &ref;
   tt_op_result res;
   run_core("clone", args, false, t.device().index(), &res);
-  at::Tensor out = wrap_buffer(res.news[0].buffer, res.news[0].dtype, res.news[0].ndim,
-                               res.news[0].sizes, t.device().index());
-  res.news[0].buffer = nullptr;
+  tt_storage* storage = res.news[0].storage;
+  res.news[0].storage = nullptr;
+  at::Tensor out = wrap_storage(storage, res.news[0].dtype, res.news[0].ndim, res.news[0].sizes,
+                                t.device().index());
   tt_op_result_clear(&res);
   return out;
 }

@@ -7,6 +7,8 @@ extern "C" {
 #include "cache/compile_cache.h"
 #include "graph/core.h"
 #include "graph/execute.h"
+#include "graph/persistent.h"
+#include "graph/region.h"
 }
 
 namespace torch_tpu {
@@ -38,7 +40,44 @@ py::dict cache_stats() {
   d["ops_run"] = e.ops_run;
   d["ops_declined"] = e.ops_declined;
   d["ops_missing"] = e.ops_missing;
+  tt_mode_stats m = tt_get_mode_stats();
+  py::dict per_mode;
+  per_mode["strict"] = m.compiles[TT_MODE_STRICT];
+  per_mode["fused"] = m.compiles[TT_MODE_FUSED];
+  per_mode["debug"] = m.compiles[TT_MODE_DEBUG];
+  d["compiles_by_mode"] = per_mode;
+  d["steps"] = m.steps;
+  d["programs_last_step"] = m.last_step_programs;
+  d["launches_last_step"] = m.last_step_launches;
+  d["compiles_last_step"] = m.last_step_compiles;
+  tt_region_stats r = tt_region_get_stats();
+  py::dict fused;
+  fused["ops_recorded"] = r.ops_recorded;
+  fused["programs_run"] = r.programs_run;
+  fused["compiles"] = r.compiles;
+  fused["cache_hits"] = r.cache_hits;
+  fused["disk_loads"] = r.disk_loads;
+  fused["values_elided"] = r.values_elided;
+  fused["compile_seconds"] = r.compile_seconds;
+  py::dict flushes;
+  for (int i = 0; i < TT_FLUSH_REASONS; i++)
+    flushes[tt_flush_reason_name(static_cast<tt_flush_reason>(i))] = r.flushes[i];
+  fused["flushes"] = flushes;
+  d["fused"] = fused;
+  tt_persistent_stats p = tt_persistent_get_stats();
+  py::dict disk;
+  disk["enabled"] = p.enabled != 0;
+  disk["loads"] = p.loads;
+  disk["stores"] = p.stores;
+  disk["misses"] = p.misses;
+  disk["load_seconds"] = p.load_seconds;
+  d["persistent"] = disk;
   return d;
+}
+
+void flush_region() {
+  py::gil_scoped_release no_gil;
+  raise_if_error(tt_region_flush(TT_FLUSH_SYNC));
 }
 
 }  // namespace
@@ -54,9 +93,25 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_device", [](int d) { set_current_device(static_cast<c10::DeviceIndex>(d)); });
   m.def("_synchronize", []() {
     ensure_initialized();
+    flush_region();
     py::gil_scoped_release no_gil;
     raise_if_error(tt_runtime_synchronize(tt_core_runtime()));
   });
+  m.def("_flush", &flush_region);
+  m.def("_set_default_mode", [](int mode) { tt_set_default_mode(static_cast<tt_exec_mode>(mode)); });
+  m.def("_thread_mode_enter", [](int mode) { return tt_thread_mode_enter(static_cast<tt_exec_mode>(mode)); });
+  m.def("_thread_mode_exit", [](int previous) { tt_thread_mode_exit(previous); });
+  m.def("_current_mode", []() { return static_cast<int>(tt_current_mode()); });
+  m.def("_capture_begin", []() {
+    py::gil_scoped_release no_gil;
+    raise_if_error(tt_region_capture_begin());
+  });
+  m.def("_capture_end", []() {
+    py::gil_scoped_release no_gil;
+    raise_if_error(tt_region_capture_end());
+  });
+  m.def("_set_fused_max_ops", [](int n) { tt_region_set_max_ops(n); });
+  m.def("_mark_step", []() { tt_mark_step(); });
   m.def("_manual_seed", [](int d, uint64_t seed) { tt_core_manual_seed(d, seed); });
   m.def("_initial_seed", [](int d) { return tt_core_initial_seed(d); });
   m.def("_memory_allocated", [](int d) { return tt_memory_allocated(d); });

@@ -70,23 +70,26 @@ void describe_tensor(const at::Tensor& t, tt_tensor_ref* ref) {
   ref->value_i = 0;
 }
 
+at::Tensor wrap_storage(tt_storage* s, tt_dtype dtype, int ndim, const int64_t* sizes,
+                        c10::DeviceIndex device) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), tt_storage_nbytes(s),
+                       make_data_ptr(s, device), tpu_allocator(), /*resizable=*/true);
+  at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::scalarTypeToTypeMeta(to_scalar_type(dtype)));
+  t.unsafeGetTensorImpl()->set_sizes_contiguous(c10::IntArrayRef(sizes, ndim));
+  return t;
+}
+
 at::Tensor wrap_buffer(tt_buffer* buf, tt_dtype dtype, int ndim, const int64_t* sizes,
                        c10::DeviceIndex device) {
-  c10::DeviceIndex saved = current_device();
-  set_current_device(device);
-  at::Tensor t;
-  try {
-    t = at::detail::empty_generic(c10::IntArrayRef(sizes, ndim), tpu_allocator(),
-                                  c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                  to_scalar_type(dtype), std::nullopt);
-  } catch (...) {
-    set_current_device(saved);
+  tt_storage* s = tt_storage_new(device, tt_buffer_nbytes(buf));
+  if (!s) {
     tt_buffer_release(buf);
-    throw;
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "torch_tpu: out of host memory allocating a storage");
   }
-  set_current_device(saved);
-  tt_storage_set_buffer(storage_of(t), buf);
-  return t;
+  tt_storage_set_buffer(s, buf);
+  return wrap_storage(s, dtype, ndim, sizes, device);
 }
 
 }  // namespace torch_tpu

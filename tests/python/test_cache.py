@@ -1,7 +1,16 @@
 """The in-memory compilation cache: one compile per distinct op signature."""
 import torch
 
+import pytest
+
 import torch_tpu
+
+
+@pytest.fixture(autouse=True)
+def _strict_mode():
+    # these tests count per-op cache lookups, which is what Strict eager does
+    with torch_tpu.eager_mode("strict"):
+        yield
 
 
 def test_cache_hits_for_repeated_ops_and_new_scalar_values():

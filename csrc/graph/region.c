@@ -1,0 +1,652 @@
+/* The fused region: recording ops, loop detection, and the flush that
+ * compiles the recorded ops as one program (see region.h). */
+#include "graph/region.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/compile_cache.h"
+#include "graph/arena.h"
+#include "graph/core.h"
+#include "graph/key_buf.h"
+#include "graph/persistent.h"
+#include "graph/storage.h"
+
+/* ------------------------------------------------------------ state */
+
+typedef struct {
+  tt_storage *storage; /* retained by the region */
+  tt_dtype dtype;
+  int64_t numel;
+  bool input;   /* read from the storage's buffer: a program parameter */
+  bool written; /* holds a value produced in the region */
+} region_slot;
+
+typedef struct {
+  const char *op_name;
+  tt_lower_fn fn;
+  tt_program *plan; /* owned by the compilation cache */
+  tt_arg *args;
+  int nargs;
+  bool returns_written;
+  int value_base; /* index of the op's first parameter value */
+  int *out_slots; /* per plan output: its slot */
+} region_op;
+
+/* The host value of one scalar or RNG parameter of a recorded op. */
+typedef struct {
+  tt_dtype dtype;
+  bool is_rng;
+  unsigned char bytes[16];
+} param_value;
+
+typedef enum { RPARAM_SLOT, RPARAM_VALUE } rparam_kind;
+
+typedef struct {
+  rparam_kind kind;
+  int index; /* slot, or value index */
+  tt_dtype dtype;
+} region_param;
+
+/* A compiled region: what feeds each parameter, which slot each output
+ * fills. Cached under the region key. */
+typedef struct {
+  tt_executable *exe;
+  region_param *params;
+  int n_params;
+  int *out_slots;
+  int n_outs;
+  double compile_seconds;
+} region_program;
+
+static struct {
+  pthread_mutex_t lock;
+  int device;
+  region_op *ops;
+  int n_ops, cap_ops;
+  int cap_hashes;
+  region_slot *slots;
+  int n_slots, cap_slots;
+  param_value *values;
+  int n_values, cap_values;
+  uint64_t *hashes; /* per op: hash of its per-op key, for loop detection */
+  tt_key_buf key;   /* region key so far */
+  tt_arena arena;   /* recorded arguments */
+  int capture_depth;
+  int max_ops;
+  tt_region_stats stats;
+} R = {.lock = PTHREAD_MUTEX_INITIALIZER, .max_ops = 0};
+
+#define GROW(ptr, n, cap)                                          \
+  do {                                                             \
+    if ((n) == (cap)) {                                            \
+      int new_cap_ = (cap) ? (cap) * 2 : 64;                       \
+      void *p_ = realloc((ptr), (size_t)new_cap_ * sizeof *(ptr)); \
+      if (!p_) abort();                                            \
+      (ptr) = p_;                                                  \
+      (cap) = new_cap_;                                            \
+    }                                                              \
+  } while (0)
+
+static const char *const reason_names[TT_FLUSH_REASONS] = {
+    "sync", "host_read", "outside_write", "loop_boundary", "size_cap", "device_change",
+    "dtype_change", "capture"};
+
+const char *tt_flush_reason_name(tt_flush_reason r) {
+  return r >= 0 && r < TT_FLUSH_REASONS ? reason_names[r] : "?";
+}
+
+static int max_ops(void) {
+  if (!R.max_ops) {
+    const char *env = getenv("TORCH_TPU_FUSED_MAX_OPS");
+    int n = env ? atoi(env) : 0;
+    R.max_ops = n > 0 ? n : 2048;
+  }
+  return R.max_ops;
+}
+
+void tt_region_set_max_ops(int n) {
+  pthread_mutex_lock(&R.lock);
+  R.max_ops = n > 0 ? n : 2048;
+  pthread_mutex_unlock(&R.lock);
+}
+
+tt_region_stats tt_region_get_stats(void) {
+  pthread_mutex_lock(&R.lock);
+  tt_region_stats s = R.stats;
+  pthread_mutex_unlock(&R.lock);
+  return s;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------ recording */
+
+static tt_arg *copy_args(const tt_arg *args, int nargs) {
+  tt_arg *out = tt_arena_alloc(&R.arena, sizeof *out * (size_t)(nargs ? nargs : 1));
+  memcpy(out, args, sizeof *out * (size_t)nargs);
+  for (int i = 0; i < nargs; i++) {
+    tt_arg *a = &out[i];
+    size_t n = (size_t)a->count;
+    switch (a->kind) {
+      case TT_ARG_TENSOR:
+        a->u.tensor = tt_arena_copy(&R.arena, a->u.tensor, sizeof *a->u.tensor);
+        break;
+      case TT_ARG_TENSOR_LIST: {
+        tt_tensor_ref **refs = tt_arena_alloc(&R.arena, sizeof *refs * (n ? n : 1));
+        for (size_t j = 0; j < n; j++)
+          refs[j] = a->u.tensors[j] ? tt_arena_copy(&R.arena, a->u.tensors[j], sizeof **refs) : NULL;
+        a->u.tensors = refs;
+        break;
+      }
+      case TT_ARG_INT_LIST: a->u.ints = tt_arena_copy(&R.arena, a->u.ints, sizeof(int64_t) * n); break;
+      case TT_ARG_DOUBLE_LIST:
+        a->u.doubles = tt_arena_copy(&R.arena, a->u.doubles, sizeof(double) * n);
+        break;
+      case TT_ARG_BOOL_LIST: a->u.bools = tt_arena_copy(&R.arena, a->u.bools, sizeof(bool) * n); break;
+      case TT_ARG_SCALAR_LIST:
+        a->u.scalars = tt_arena_copy(&R.arena, a->u.scalars, sizeof(tt_scalar) * n);
+        break;
+      case TT_ARG_STRING: a->u.str = tt_arena_copy(&R.arena, a->u.str, strlen(a->u.str) + 1); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+/* The slot of storage s, or -1. */
+static int slot_of(tt_storage *s) {
+  int k = atomic_load(&s->region_slot);
+  return k >= 0 && k < R.n_slots && R.slots[k].storage == s ? k : -1;
+}
+
+static int new_slot(tt_storage *s, tt_dtype dt, int64_t numel, bool input) {
+  GROW(R.slots, R.n_slots, R.cap_slots);
+  int k = R.n_slots++;
+  R.slots[k] = (region_slot){s, dt, numel, input, false};
+  tt_storage_retain(s);
+  atomic_store(&s->region_slot, k);
+  return k;
+}
+
+static int64_t storage_numel(const tt_storage *s, tt_dtype dt) {
+  return (int64_t)(s->nbytes / tt_dtype_size(dt));
+}
+
+/* Would recording this op read or write a region storage as another dtype? */
+static bool dtype_conflict(const tt_program *plan, const tt_arg *args) {
+  for (int q = 0; q < plan->n_params; q++) {
+    const tt_param_plan *pp = &plan->params[q];
+    if (pp->kind != TT_PARAM_STORAGE) continue;
+    tt_storage *s = tt_plan_ref(args, pp->arg, pp->elem)->storage;
+    int k = slot_of(s);
+    if (k >= 0 && (R.slots[k].dtype != pp->dtype || R.slots[k].numel != storage_numel(s, pp->dtype)))
+      return true;
+  }
+  for (int o = 0; o < plan->n_outs; o++) {
+    const tt_output_plan *op = &plan->outs[o];
+    if (op->kind != TT_OUT_WRITE) continue;
+    int k = slot_of(tt_plan_ref(args, op->arg, op->elem)->storage);
+    if (k >= 0 && R.slots[k].dtype != op->shape.dtype) return true;
+  }
+  return false;
+}
+
+/* Loop boundary: the new op (hash h) starts the region again, or the ops
+ * since h's previous occurrence repeat the ops just before it. */
+static bool loop_boundary(uint64_t h) {
+  int n = R.n_ops;
+  if (n < 2) return false;
+  if (h == R.hashes[0]) return true;
+  int p = -1;
+  for (int i = n - 1; i >= n / 2; i--) /* a repeat needs p >= n - p */
+    if (R.hashes[i] == h) {
+      p = i;
+      break;
+    }
+  if (p < 0) return false;
+  int len = n - p;
+  if (len < 2 || p < len) return false;
+  for (int i = 0; i < len; i++)
+    if (R.hashes[p + i] != R.hashes[p - len + i]) return false;
+  return true;
+}
+
+static tt_error *flush_locked(tt_flush_reason reason);
+
+static tt_error *check_devices(const tt_program *plan, const tt_arg *args, int device) {
+  for (int q = 0; q < plan->n_params; q++) {
+    const tt_param_plan *pp = &plan->params[q];
+    if (pp->kind != TT_PARAM_STORAGE) continue;
+    int other = tt_plan_ref(args, pp->arg, pp->elem)->storage->device;
+    if (other != device)
+      return tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                          "Expected all tensors to be on the same device, but found at least "
+                          "two devices, tpu:%d and tpu:%d!", device, other);
+  }
+  return NULL;
+}
+
+tt_error *tt_region_record(const char *op_name, tt_lower_fn fn, tt_program *plan,
+                           const void *op_key, size_t op_key_len, tt_arg *args, int nargs,
+                           bool returns_written, int device, tt_op_result *res) {
+  TT_TRY(check_devices(plan, args, device));
+  uint64_t h = tt_hash_bytes(op_key, op_key_len);
+  pthread_mutex_lock(&R.lock);
+  tt_error *err = NULL;
+  if (R.n_ops && R.device != device) err = flush_locked(TT_FLUSH_DEVICE);
+  if (!err && R.n_ops && dtype_conflict(plan, args)) err = flush_locked(TT_FLUSH_DTYPE);
+  if (!err && R.n_ops && !R.capture_depth) {
+    if (loop_boundary(h)) err = flush_locked(TT_FLUSH_LOOP);
+    else if (R.n_ops >= max_ops()) err = flush_locked(TT_FLUSH_SIZE_CAP);
+  }
+  if (err) {
+    pthread_mutex_unlock(&R.lock);
+    return err;
+  }
+  R.device = device;
+  if (!R.key.data) tt_key_init(&R.key);
+  if (R.n_ops == 0) TT_KEY_VAL(&R.key, (uint8_t)1); /* no per-op key starts with 1 */
+  GROW(R.ops, R.n_ops, R.cap_ops);
+  GROW(R.hashes, R.n_ops, R.cap_hashes);
+  region_op *op = &R.ops[R.n_ops];
+  op->op_name = tt_arena_copy(&R.arena, op_name, strlen(op_name) + 1);
+  op->fn = fn;
+  op->plan = plan;
+  op->args = copy_args(args, nargs);
+  op->nargs = nargs;
+  op->returns_written = returns_written;
+  op->value_base = R.n_values;
+  op->out_slots = tt_arena_alloc(&R.arena, sizeof(int) * (size_t)(plan->n_outs ? plan->n_outs : 1));
+
+  tt_key_put(&R.key, op_key, op_key_len);
+  for (int q = 0; q < plan->n_params; q++) {
+    const tt_param_plan *pp = &plan->params[q];
+    GROW(R.values, R.n_values, R.cap_values);
+    param_value *pv = &R.values[R.n_values++];
+    memset(pv, 0, sizeof *pv);
+    pv->dtype = pp->dtype;
+    if (pp->kind == TT_PARAM_STORAGE) {
+      tt_storage *s = tt_plan_ref(args, pp->arg, pp->elem)->storage;
+      int k = slot_of(s);
+
+      if (k < 0) k = new_slot(s, pp->dtype, storage_numel(s, pp->dtype), true);
+      TT_KEY_VAL(&R.key, (int32_t)k);
+    } else if (pp->kind == TT_PARAM_SCALAR) {
+      tt_param_scalar_bytes(args, pp, pv->bytes);
+    } else {
+      uint64_t state[2];
+      tt_core_next_rng_state(device, state);
+      memcpy(pv->bytes, state, sizeof state);
+      pv->is_rng = true;
+    }
+  }
+
+  int n_new = 0;
+  for (int o = 0; o < plan->n_outs; o++) n_new += plan->outs[o].kind == TT_OUT_NEW;
+  memset(res, 0, sizeof *res);
+  res->news = n_new ? calloc((size_t)n_new, sizeof *res->news) : NULL;
+  for (int o = 0; o < plan->n_outs; o++) {
+    const tt_output_plan *out = &plan->outs[o];
+    int k;
+    if (out->kind == TT_OUT_NEW) {
+      int64_t numel = tt_shape_numel(&out->shape);
+      tt_storage *s = tt_storage_new(device, (size_t)numel * tt_dtype_size(out->shape.dtype));
+      if (!s || !res->news) abort(); /* host OOM: no way to keep the region consistent */
+      k = new_slot(s, out->shape.dtype, numel, false);
+      tt_new_tensor *t = &res->news[res->n_new++];
+      t->dtype = out->shape.dtype;
+      t->ndim = out->shape.ndim;
+      memcpy(t->sizes, out->shape.dims, sizeof t->sizes);
+      t->storage = s; /* the user reference */
+    } else {
+      tt_storage *s = tt_plan_ref(args, out->arg, out->elem)->storage;
+      k = slot_of(s);
+      if (k < 0) k = new_slot(s, out->shape.dtype, storage_numel(s, out->shape.dtype), false);
+      TT_KEY_VAL(&R.key, (int32_t)k);
+    }
+    R.slots[k].written = true;
+    atomic_store(&R.slots[k].storage->region_dirty, true);
+    op->out_slots[o] = k;
+  }
+  TT_KEY_VAL(&R.key, (uint8_t)0xB7); /* op separator */
+  R.hashes[R.n_ops++] = h;
+  R.stats.ops_recorded++;
+  pthread_mutex_unlock(&R.lock);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ replay */
+
+typedef struct {
+  tt_builder *b;
+  tt_val *slot_vals;
+  region_param *params;
+  int n_params, cap_params;
+  int op_value_base;
+} replay_state;
+
+static tt_val add_region_param(replay_state *st, rparam_kind kind, int index, tt_shape shape) {
+  GROW(st->params, st->n_params, st->cap_params);
+  st->params[st->n_params++] = (region_param){kind, index, shape.dtype};
+  return tt_b_param(st->b, shape);
+}
+
+static tt_val replay_storage_value(void *self, tt_storage *s, tt_dtype dt, int64_t numel) {
+  replay_state *st = self;
+  int k = slot_of(s);
+  if (k < 0 || R.slots[k].dtype != dt || R.slots[k].numel != numel)
+    return tt_b_fail(st->b, TT_ERR_RUNTIME, "internal: region storage without a matching slot");
+  if (st->slot_vals[k] == TT_INVALID)
+    st->slot_vals[k] = add_region_param(st, RPARAM_SLOT, k, tt_shape_make(dt, 1, &numel));
+  return st->slot_vals[k];
+}
+
+static tt_val replay_param_value(void *self, int param_index, tt_shape shape) {
+  replay_state *st = self;
+  return add_region_param(st, RPARAM_VALUE, st->op_value_base + param_index, shape);
+}
+
+static void region_program_free(void *ptr) {
+  region_program *rp = ptr;
+  if (!rp) return;
+  tt_executable_release(rp->exe);
+  free(rp->params);
+  free(rp->out_slots);
+  free(rp);
+}
+
+static void dump_region(const char *text, int n_ops) {
+  const char *dir = getenv("TORCH_TPU_DUMP_DIR");
+  if (!dir || !*dir) return;
+  static _Atomic int counter;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/region_%05d_%dops.mlir", dir, atomic_fetch_add(&counter, 1), n_ops);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+/* Lowers every recorded op into one program and compiles it. */
+static tt_error *build_region(const bool *is_output, region_program **out) {
+  double t0 = now_seconds();
+  replay_state st = {0};
+  st.b = tt_builder_new();
+  st.slot_vals = malloc(sizeof(tt_val) * (size_t)(R.n_slots ? R.n_slots : 1));
+  region_program *rp = calloc(1, sizeof *rp);
+  tt_val *outs = malloc(sizeof(tt_val) * (size_t)(R.n_slots ? R.n_slots : 1));
+  tt_error *err = NULL;
+  char *text = NULL;
+  if (!st.b || !st.slot_vals || !rp || !outs) {
+    err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory building a fused region");
+    goto done;
+  }
+  for (int k = 0; k < R.n_slots; k++) st.slot_vals[k] = TT_INVALID;
+  tt_region_binding bind = {&st, replay_storage_value, replay_param_value};
+  for (int i = 0; i < R.n_ops && !err; i++) {
+    region_op *op = &R.ops[i];
+    st.op_value_base = op->value_base;
+    tt_val *vals = NULL;
+    int n_vals = 0;
+    err = tt_program_lower_into(st.b, &bind, op->op_name, op->fn, op->args, op->nargs,
+                                op->returns_written, &vals, &n_vals);
+    if (!err && n_vals != op->plan->n_outs)
+      err = tt_error_new(TT_ERR_RUNTIME, "internal: %s lowered to %d outputs in a region, %d alone",
+                         op->op_name, n_vals, op->plan->n_outs);
+    for (int o = 0; !err && o < n_vals; o++) st.slot_vals[op->out_slots[o]] = vals[o];
+    free(vals);
+  }
+  if (err) goto done;
+  rp->out_slots = malloc(sizeof(int) * (size_t)(R.n_slots ? R.n_slots : 1));
+  if (!rp->out_slots) {
+    err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory building a fused region");
+    goto done;
+  }
+  for (int k = 0; k < R.n_slots; k++)
+    if (is_output[k]) {
+      outs[rp->n_outs] = st.slot_vals[k];
+      rp->out_slots[rp->n_outs++] = k;
+    }
+  err = tt_b_finish(st.b, outs, rp->n_outs, &text);
+  if (err) goto done;
+  dump_region(text, R.n_ops);
+  tt_compile_options opts = {2, true}; /* fused regions compile at full effort */
+  err = tt_compile(tt_core_runtime(), text, strlen(text), &opts, &rp->exe);
+  if (err) {
+    if (getenv("TORCH_TPU_DEBUG_PROGRAMS")) fprintf(stderr, "%s\n", text);
+    err = tt_error_wrap(err, "compiling a fused region of %d ops (first %s): ", R.n_ops,
+                        R.ops[0].op_name);
+    goto done;
+  }
+  rp->params = st.params;
+  rp->n_params = st.n_params;
+  st.params = NULL;
+  rp->compile_seconds = now_seconds() - t0;
+  if (tt_log_compiles_enabled())
+    fprintf(stderr, "torch_tpu: compiled fused region of %d ops (%s ... %s), %d inputs, %d outputs in %.1f ms\n",
+            R.n_ops, R.ops[0].op_name, R.ops[R.n_ops - 1].op_name, rp->n_params, rp->n_outs,
+            rp->compile_seconds * 1e3);
+done:
+  tt_builder_free(st.b);
+  free(st.slot_vals);
+  free(st.params);
+  free(outs);
+  free(text);
+  if (err) {
+    region_program_free(rp);
+    rp = NULL;
+  }
+  *out = rp;
+  return err;
+}
+
+/* ------------------------------------------------------------ persistence */
+
+/* A region program's plan as bytes beside its executable on disk: counts,
+ * then the param and output arrays (the disk partition is per build of the
+ * core, so the struct layout is the same when it is read back). */
+static void store_region(const region_program *rp) {
+  size_t len = 2 * sizeof(int32_t) + sizeof(region_param) * (size_t)rp->n_params +
+               sizeof(int) * (size_t)rp->n_outs;
+  unsigned char *plan = malloc(len);
+  if (!plan) return;
+  int32_t counts[2] = {rp->n_params, rp->n_outs};
+  memcpy(plan, counts, sizeof counts);
+  memcpy(plan + sizeof counts, rp->params, sizeof(region_param) * (size_t)rp->n_params);
+  memcpy(plan + sizeof counts + sizeof(region_param) * (size_t)rp->n_params, rp->out_slots,
+         sizeof(int) * (size_t)rp->n_outs);
+  tt_persistent_store(TT_PERSIST_REGION, R.key.data, R.key.len, rp->exe, plan, len);
+  free(plan);
+}
+
+/* The region program stored under the current key, validated against the
+ * region (indices in range), or NULL. */
+static region_program *load_region(const bool *is_output) {
+  void *plan = NULL;
+  size_t len = 0;
+  tt_executable *exe = tt_persistent_load_with(TT_PERSIST_REGION, R.key.data, R.key.len, &plan, &len);
+  if (!exe) return NULL;
+  region_program *rp = calloc(1, sizeof *rp);
+  int32_t counts[2] = {-1, -1};
+  bool ok = rp && plan && len >= sizeof counts;
+  if (ok) memcpy(counts, plan, sizeof counts);
+  ok = ok && counts[0] >= 0 && counts[1] >= 0 &&
+       len == sizeof counts + sizeof(region_param) * (size_t)counts[0] + sizeof(int) * (size_t)counts[1];
+  if (ok) {
+    rp->n_params = counts[0];
+    rp->n_outs = counts[1];
+    rp->params = malloc(sizeof(region_param) * (size_t)(counts[0] ? counts[0] : 1));
+    rp->out_slots = malloc(sizeof(int) * (size_t)(counts[1] ? counts[1] : 1));
+    ok = rp->params && rp->out_slots;
+  }
+  if (ok) {
+    unsigned char *p = (unsigned char *)plan + sizeof counts;
+    memcpy(rp->params, p, sizeof(region_param) * (size_t)rp->n_params);
+    memcpy(rp->out_slots, p + sizeof(region_param) * (size_t)rp->n_params,
+           sizeof(int) * (size_t)rp->n_outs);
+    for (int i = 0; ok && i < rp->n_params; i++) {
+      const region_param *pp = &rp->params[i];
+      ok = pp->kind == RPARAM_SLOT ? pp->index >= 0 && pp->index < R.n_slots
+                                   : pp->kind == RPARAM_VALUE && pp->index >= 0 && pp->index < R.n_values;
+    }
+    int n_expected = 0;
+    for (int k = 0; k < R.n_slots; k++) n_expected += is_output[k];
+    ok = ok && n_expected == rp->n_outs;
+    for (int o = 0; ok && o < rp->n_outs; o++)
+      ok = rp->out_slots[o] >= 0 && rp->out_slots[o] < R.n_slots && is_output[rp->out_slots[o]];
+  }
+  free(plan);
+  if (!ok) {
+    fprintf(stderr, "torch_tpu: ignoring a stored fused-region program whose plan does not match\n");
+    if (rp) {
+      free(rp->params);
+      free(rp->out_slots);
+      free(rp);
+    }
+    tt_executable_release(exe);
+    return NULL;
+  }
+  rp->exe = exe;
+  return rp;
+}
+
+/* ------------------------------------------------------------ flush */
+
+static void reset_region(void) {
+  for (int k = 0; k < R.n_slots; k++) {
+    tt_storage *s = R.slots[k].storage;
+    if (atomic_load(&s->region_slot) == k) {
+      atomic_store(&s->region_slot, -1);
+      atomic_store(&s->region_dirty, false);
+    }
+  }
+  for (int k = 0; k < R.n_slots; k++) tt_storage_release(R.slots[k].storage);
+  R.n_ops = R.n_slots = R.n_values = 0;
+  R.key.len = 0;
+  tt_arena_reset(&R.arena);
+}
+
+static tt_error *launch_region(region_program *rp) {
+  tt_runtime *rt = tt_core_runtime();
+  tt_buffer **in = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *in);
+  bool *owned = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *owned);
+  tt_buffer **outs = calloc((size_t)(rp->n_outs ? rp->n_outs : 1), sizeof *outs);
+  tt_error *err = NULL;
+  if (!in || !owned || !outs) err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
+  for (int i = 0; !err && i < rp->n_params; i++) {
+    const region_param *pp = &rp->params[i];
+    if (pp->kind == RPARAM_SLOT) {
+      err = tt_storage_ensure(R.slots[pp->index].storage, pp->dtype, &in[i]);
+    } else {
+      const param_value *pv = &R.values[pp->index];
+      int64_t two = 2;
+      owned[i] = true;
+      err = pv->is_rng ? tt_buffer_from_host(rt, R.device, TT_U64, &two, 1, pv->bytes, &in[i])
+                       : tt_buffer_from_host(rt, R.device, pv->dtype, NULL, 0, pv->bytes, &in[i]);
+    }
+  }
+  if (!err) err = tt_execute(rp->exe, R.device, in, rp->n_params, outs, rp->n_outs);
+  if (!err) {
+    for (int o = 0; o < rp->n_outs; o++) tt_storage_set_buffer(R.slots[rp->out_slots[o]].storage, outs[o]);
+    R.stats.programs_run++;
+    tt_note_program_launch(rp);
+  }
+  for (int i = 0; in && owned && i < rp->n_params; i++)
+    if (owned[i]) tt_buffer_release(in[i]);
+  free(in);
+  free(owned);
+  free(outs);
+  return err;
+}
+
+static tt_error *flush_locked(tt_flush_reason reason) {
+  if (R.n_ops == 0) return NULL;
+  R.stats.flushes[reason]++;
+  bool *is_output = calloc((size_t)(R.n_slots ? R.n_slots : 1), sizeof *is_output);
+  if (!is_output) {
+    reset_region();
+    return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory flushing a fused region");
+  }
+  /* Liveness is part of the key: the program only outputs values that a
+   * live tensor can still read. Snapshot it once. */
+  TT_KEY_VAL(&R.key, (uint8_t)0xF1);
+  for (int k = 0; k < R.n_slots; k++) {
+    bool alive = atomic_load(&R.slots[k].storage->user_alive);
+    is_output[k] = alive && R.slots[k].written;
+    if (!alive && R.slots[k].written) R.stats.values_elided++;
+    TT_KEY_VAL(&R.key, (uint8_t)is_output[k]);
+  }
+  region_program *rp = tt_cache_lookup(R.key.data, R.key.len);
+  tt_error *err = NULL;
+  if (rp) {
+    R.stats.cache_hits++;
+  } else if ((rp = load_region(is_output))) {
+    R.stats.disk_loads++;
+    rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, 0);
+  } else {
+    err = build_region(is_output, &rp);
+    if (!err) {
+      R.stats.compiles++;
+      R.stats.compile_seconds += rp->compile_seconds;
+      tt_note_compile(TT_MODE_FUSED);
+      store_region(rp);
+      rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, rp->compile_seconds);
+    }
+  }
+  free(is_output);
+  /* Detach the storages first: launching reads and replaces their buffers
+   * through the ordinary storage functions, which must not flush again. */
+  for (int k = 0; k < R.n_slots; k++) {
+    tt_storage *s = R.slots[k].storage;
+    if (atomic_load(&s->region_slot) == k) {
+      atomic_store(&s->region_slot, -1);
+      atomic_store(&s->region_dirty, false);
+    }
+  }
+  if (!err) err = launch_region(rp);
+  reset_region();
+  if (!err && tt_get_synchronous()) err = tt_runtime_synchronize(tt_core_runtime());
+  return err;
+}
+
+tt_error *tt_region_flush(tt_flush_reason reason) {
+  pthread_mutex_lock(&R.lock);
+  tt_error *err = flush_locked(reason);
+  pthread_mutex_unlock(&R.lock);
+  return err;
+}
+
+tt_error *tt_storage_sync(tt_storage *s, bool for_write) {
+  if (atomic_load(&s->region_slot) < 0) return NULL;
+  if (!for_write && !atomic_load(&s->region_dirty)) return NULL;
+  pthread_mutex_lock(&R.lock);
+  tt_error *err = NULL;
+  if (slot_of(s) >= 0) err = flush_locked(for_write ? TT_FLUSH_WRITE : TT_FLUSH_HOST_READ);
+  pthread_mutex_unlock(&R.lock);
+  return err;
+}
+
+tt_error *tt_region_capture_begin(void) {
+  pthread_mutex_lock(&R.lock);
+  tt_error *err = R.capture_depth ? NULL : flush_locked(TT_FLUSH_CAPTURE);
+  if (!err) R.capture_depth++;
+  pthread_mutex_unlock(&R.lock);
+  return err;
+}
+
+tt_error *tt_region_capture_end(void) {
+  pthread_mutex_lock(&R.lock);
+  tt_error *err = NULL;
+  if (R.capture_depth > 0 && --R.capture_depth == 0) err = flush_locked(TT_FLUSH_CAPTURE);
+  pthread_mutex_unlock(&R.lock);
+  return err;
+}
