@@ -128,7 +128,7 @@ def test_training_parity(make):
     # One part each: the whole forward and the whole backward are one region.
     assert fw[0].partitions == [fw[0].ops] and bw[0].partitions == [bw[0].ops]
     assert fw[0].calls == 3 and bw[0].calls == 3
-    assert fw[0].programs in (None, 1) and bw[0].programs in (None, 1)
+    assert fw[0].programs == 1 and bw[0].programs == 1
 
 
 def test_llama_inference_parity():

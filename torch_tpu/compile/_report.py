@@ -16,6 +16,7 @@ class GraphReport:
     calls: int = 0
     first_call_s: float = 0.0             # first call: capture + XLA compile + run
     programs: object = None               # programs launched by the latest call (None: unknown)
+    compiles: int = 0                     # programs compiled for this graph (cache misses), all calls
     breaks: list = dataclasses.field(default_factory=list)  # (op, reason) of the latest call
     buckets: dict = dataclasses.field(default_factory=dict)  # bucketed size -> calls
     bucketing: str = "static"             # static | bucketed | exact (why, when not bucketed)
@@ -23,7 +24,7 @@ class GraphReport:
     def summary(self) -> str:
         parts = "+".join(str(p) for p in self.partitions) or "0"
         line = (f"{self.kind}: {self.ops} ops in {len(self.partitions)} part(s) [{parts}], "
-                f"programs/call={self.programs}, calls={self.calls}, "
+                f"programs/call={self.programs}, compiles={self.compiles}, calls={self.calls}, "
                 f"first call {self.first_call_s * 1e3:.0f} ms")
         if self.eager_ops:
             line += f", eager ops: {', '.join(sorted(set(self.eager_ops)))}"

@@ -81,6 +81,7 @@ class CompiledGraph:
         if self._programs is not None:
             self._programs = None if cap.programs is None else self._programs + cap.programs
         self._breaks.extend(cap.breaks)
+        self.graph_report.compiles += getattr(cap, "compiles", 0)
 
     def run(self, args):
         self._programs, self._breaks = 0, []
