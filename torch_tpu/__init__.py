@@ -20,6 +20,7 @@ torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
 
 from . import debug  # noqa: E402,F401
+from . import compile  # noqa: E402,F401  (registers the torch.compile backend "tpu")
 
 
 def _let_autograd_threads_settle():

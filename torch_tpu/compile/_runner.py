@@ -1,0 +1,101 @@
+"""Compiled-graph callables: an AOTAutograd graph run inside one
+`_graph.capture()` region (one program), or, when some ops cannot be
+lowered, split into lowerable parts (one program each) with the rest run
+eagerly between them."""
+import time
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from .. import _graph
+from . import _report
+from ._passes import move_host_scalars_into_foreach
+from ._support import node_runs_natively, overload_name
+
+
+class _Support(OperatorSupportBase):
+    def is_node_supported(self, submodules, node):
+        return node.op == "call_function" and node_runs_natively(node)
+
+
+def _aten_ops(gm):
+    return [n for n in gm.graph.nodes if n.op == "call_function"
+            and isinstance(n.target, torch._ops.OpOverload)]
+
+
+class _CapturedPart(torch.nn.Module):
+    """Runs a lowerable part inside one capture region and tallies it."""
+
+    def __init__(self, gm, tally):
+        super().__init__()
+        self.gm = gm
+        self.tally = tally
+
+    def forward(self, *args):
+        with _graph.capture() as cap:
+            out = self.gm(*args)
+        self.tally(cap)
+        return out
+
+
+class CompiledGraph:
+    """Boxed callable (AOTAutograd's calling convention: one list of args)."""
+    _boxed_call = True
+
+    def __init__(self, gm, kind, report, options):
+        self.options = options
+        move_host_scalars_into_foreach(gm)
+        ops = _aten_ops(gm)
+        eager = [n for n in ops if not node_runs_natively(n)]
+        if eager and options.fallback == "raise":
+            names = sorted({overload_name(n.target) for n in eager})
+            raise NotImplementedError(
+                f"torch_tpu.compile: the {kind} graph has ops without a tpu lowering: "
+                f"{', '.join(names)} (options fallback='raise'; use 'allow' to run them eagerly)")
+        self.graph_report = _report.GraphReport(
+            kind=kind, ops=len(ops), partitions=[], eager_ops=[overload_name(n.target) for n in eager])
+        report.graphs.append(self.graph_report)
+        self._programs = self._breaks = None
+        if not eager:
+            self.graph_report.partitions = [len(ops)]
+            self.module = _CapturedPart(gm, self._tally)
+        else:
+            self.module = self._partition(gm)
+
+    def _partition(self, gm):
+        parted = CapabilityBasedPartitioner(
+            gm, _Support(), allows_single_node_partition=True).partition_and_fuse()
+        for node in list(parted.graph.nodes):
+            if node.op == "call_module" and node.target.startswith("fused_"):
+                sub = getattr(parted, node.target)
+                n_ops = len(_aten_ops(sub))
+                if n_ops == 0:
+                    continue
+                self.graph_report.partitions.append(n_ops)
+                setattr(parted, node.target, _CapturedPart(sub, self._tally))
+        parted.recompile()
+        return parted
+
+    def _tally(self, cap):
+        if self._programs is not None:
+            self._programs = None if cap.programs is None else self._programs + cap.programs
+        self._breaks.extend(cap.breaks)
+        self.graph_report.compiles += getattr(cap, "compiles", 0)
+
+    def run(self, args):
+        self._programs, self._breaks = 0, []
+        first = self.graph_report.calls == 0
+        t0 = time.perf_counter() if first else 0.0
+        out = self.module(*args)
+        r = self.graph_report
+        r.calls += 1
+        r.programs, r.breaks = self._programs, list(self._breaks)
+        if first:
+            r.first_call_s = time.perf_counter() - t0
+            if _report.log_enabled(self.options):
+                _report.log(r)
+        return out
+
+    def __call__(self, args):
+        return self.run(args)
