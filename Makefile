@@ -58,7 +58,16 @@ $(CORE_LIB): $(CORE_OBJS)
 $(EXTENSION): $(CXX_OBJS) $(CORE_LIB)
 	$(CXX) -shared -o $@ $(CXX_OBJS) $(CORE_LIB) $(TORCH_LDFLAGS) -ldl -lpthread
 
-build: $(DEPS_STAMP) $(EXTENSION) $(BUILD)/test_core $(BUILD)/test_disk_cache
+META_STAMP := $(VENV)/.meta-stamp
+
+# torch_tpu's package metadata in the venv (the torch_dynamo_backends entry
+# point that makes backend="tpu" discoverable); offline, no build isolation.
+$(META_STAMP): pyproject.toml $(DEPS_STAMP)
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation --no-index \
+	  --config-settings editable_mode=compat -e .
+	touch $@
+
+build: $(DEPS_STAMP) $(META_STAMP) $(EXTENSION) $(BUILD)/test_core $(BUILD)/test_disk_cache
 
 $(BUILD)/test_core: tests/c/test_core.c $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
@@ -105,6 +114,7 @@ bench:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/eager_modes.py
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
 
 # The full OpInfo conformance run (about 12 minutes on 2 cores); writes
 # docs/op_coverage.md. Not part of `make test`, which runs a fast subset.

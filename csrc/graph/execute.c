@@ -304,7 +304,7 @@ void tt_param_scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned
   double f = 0;
   int64_t i = 0;
   bool is_float = false;
-  if (a->kind == TT_ARG_TENSOR) {
+  if (a->kind == TT_ARG_TENSOR || a->kind == TT_ARG_TENSOR_LIST) { /* CPU 0-dim tensors */
     const tt_tensor_ref *r = tt_plan_ref(args, pp->arg, pp->elem);
     is_float = tt_dtype_is_floating(r->dtype);
     f = r->value_f;
