@@ -298,7 +298,11 @@ static tt_error *lower_logit(tt_lower_ctx *c) {
     tt_val hi = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, 1 - eps), out), cm);
     x = uc_sel(b, uc_cmp(b, "LT", x, lo), lo, uc_sel(b, uc_cmp(b, "GT", x, hi), hi, x));
   }
-  tt_val r = uc_un(b, "log", uc_dvd(b, x, uc_sub(b, uc_K(b, x, 1), x)));
+  /* PyTorch's CPU kernel computes 1 - x and the quotient in the tensor's
+   * dtype: for float16/bfloat16 each step rounds (only log runs in float). */
+  tt_val one_minus = tt_b_convert(b, tt_b_convert(b, uc_sub(b, uc_K(b, x, 1), x), out), cm);
+  tt_val q = tt_b_convert(b, tt_b_convert(b, uc_dvd(b, x, one_minus), out), cm);
+  tt_val r = uc_un(b, "log", q);
   tt_lc_output(c, tt_b_convert(b, r, out));
   return NULL;
 }
