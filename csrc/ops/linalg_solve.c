@@ -48,7 +48,7 @@ static tt_error *lower_linalg_cross(tt_lower_ctx *c) {
   if (xr->sizes[dim] != 3 || yr->sizes[dim] != 3)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "linalg.cross: inputs dimension %" PRId64 " must have length 3. Got %" PRId64
-                      " and %" PRId64, dim, xr->sizes[dim], yr->sizes[dim]);
+                      " and %" PRId64, tt_lc_int(c, 2, -1), xr->sizes[dim], yr->sizes[dim]);
   tt_builder *b = tt_lc_builder(c);
   tt_val x = tt_operand(c, 0, dt, nd, dims), y = tt_operand(c, 1, dt, nd, dims);
   tt_val xs[3], ys[3];

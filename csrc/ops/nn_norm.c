@@ -207,9 +207,17 @@ static tt_error *lower_native_layer_norm(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "Given normalized_shape has %d dims, but got input of size with %d dims "
                       "that does not match", nn, nd);
-  if ((w && !nn_shape_is(w, nn, ns)) || (bi && !nn_shape_is(bi, nn, ns)))
+  const tt_tensor_ref *wb[2] = {w, bi};
+  for (int k = 0; k < 2; k++) {
+    if (!wb[k] || nn_shape_is(wb[k], nn, ns)) continue;
+    char got[256], want[256];
+    const char *what = k ? "bias" : "weight";
+    tt_fmt_i64_list(got, sizeof got, wb[k]->sizes, wb[k]->ndim);
+    tt_fmt_i64_list(want, sizeof want, ns, nn);
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
-                      "Expected weight and bias to be of the same shape as normalized_shape");
+                      "Expected %s to be of same shape as normalized_shape, but got %s of shape %s "
+                      "and normalized_shape = %s", what, what, got, want);
+  }
   const tt_tensor_ref *params[2] = {w, bi};
   int pdt = norm_param_dtype(in->dtype, params, 2);
   if (pdt < 0) return tt_lc_decline(c, "mixed dtypes");

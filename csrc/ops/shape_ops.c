@@ -177,6 +177,7 @@ static tt_error *lower_roll(tt_lower_ctx *c) {
   if (nd < 0) nd = 0;
   if (ns > TT_MAX_DIMS || nd > TT_MAX_DIMS) return tt_lc_decline(c, "too many dims");
   tt_val x = tt_lc_tensor(c, 0);
+  if (ns == 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "`shifts` required");
   if (nd == 0) {
     if (ns != 1)
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "shifts and dimensions must align. shifts: %d, dims:%d", ns, nd);
