@@ -180,7 +180,7 @@ static const char *torch_scalar_name(tt_dtype dt) {
   }
 }
 
-/* dot(self, tensor) */
+/* dot(self, tensor); vdot(self, other) (no complex dtypes here) */
 static tt_error *lower_dot(tt_lower_ctx *c) {
   if (!linalg_is_tensor(c, 0) || !linalg_is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
   const tt_tensor_ref *x = tt_lc_ref(c, 0), *y = tt_lc_ref(c, 1);
@@ -188,8 +188,9 @@ static tt_error *lower_dot(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_RUNTIME, "1D tensors expected, but got %dD and %dD tensors",
                       x->ndim, y->ndim);
   if (x->dtype != y->dtype)
-    return tt_lc_fail(c, TT_ERR_RUNTIME, "dot : expected both vectors to have same dtype, but found %s and %s",
-                      torch_scalar_name(x->dtype), torch_scalar_name(y->dtype));
+    return tt_lc_fail(c, TT_ERR_RUNTIME, "%s : expected both vectors to have same dtype, but found %s and %s",
+                      tt_lc_op_name(c)[0] == 'v' ? "vdot" : "dot", torch_scalar_name(x->dtype),
+                      torch_scalar_name(y->dtype));
   if (x->sizes[0] != y->sizes[0])
     return tt_lc_fail(c, TT_ERR_RUNTIME,
                       "inconsistent tensor size, expected tensor [%" PRId64
@@ -256,7 +257,7 @@ TT_LOWERINGS(linalg) = {
     {lower_addmm, {"addmm", "addmm_", "addmm.out"}},
     {lower_baddbmm, {"baddbmm", "baddbmm_", "baddbmm.out"}},
     {lower_addbmm, {"addbmm", "addbmm_", "addbmm.out"}},
-    {lower_dot, {"dot", "dot.out"}},
+    {lower_dot, {"dot", "dot.out", "vdot", "vdot.out"}}, /* vdot of real vectors is dot */
     {lower_mv, {"mv", "mv.out"}},
     {lower_addmv, {"addmv", "addmv_", "addmv.out"}},
     {NULL, {NULL}},

@@ -602,6 +602,28 @@ static tt_error *lower_unfold_backward(tt_lower_ctx *c) {
                                g->dtype == TT_BOOL ? "or" : "add"));
   return NULL;
 }
+/* channel_shuffle(self, groups): (N, g, C/g, *) -> (N, C/g, g, *) -> (N, C, *).
+ * Invalid arguments go to CPU, which raises its own messages. */
+static tt_error *lower_channel_shuffle(tt_lower_ctx *c) {
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  if (!self || !self->storage) return tt_lc_decline(c, "CPU self");
+  int64_t g = tt_lc_int(c, 1, 1);
+  int nd = self->ndim;
+  if (nd < 3 || nd + 1 > TT_MAX_DIMS || g <= 0 || self->sizes[1] % g != 0)
+    return tt_lc_decline(c, "arguments CPU rejects");
+  tt_builder *b = tt_lc_builder(c);
+  int64_t split[TT_MAX_DIMS], perm[TT_MAX_DIMS];
+  split[0] = self->sizes[0];
+  split[1] = g;
+  split[2] = self->sizes[1] / g;
+  for (int i = 2; i < nd; i++) split[i + 1] = self->sizes[i];
+  for (int i = 0; i <= nd; i++) perm[i] = i;
+  perm[1] = 2;
+  perm[2] = 1;
+  tt_val x = tt_b_transpose(b, tt_b_reshape(b, tt_lc_tensor(c, 0), nd + 1, split), perm);
+  tt_lc_output(c, tt_b_reshape(b, x, nd, self->sizes));
+  return NULL;
+}
 
 
 TT_LOWERINGS(shape_ops) = {
@@ -621,5 +643,6 @@ TT_LOWERINGS(shape_ops) = {
     {lower_masked_scatter, {"masked_scatter", "masked_scatter_", "masked_scatter.out"}},
     {lower_histc, {"histc", "histc.out"}},
     {lower_unfold_backward, {"unfold_backward", "unfold_backward.out"}},
+    {lower_channel_shuffle, {"channel_shuffle", "channel_shuffle.out", "native_channel_shuffle"}},
     {NULL, {NULL}},
 };

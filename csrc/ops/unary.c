@@ -213,10 +213,23 @@ static tt_error *rounding(tt_lower_ctx *c, const char *op) {
 static tt_error *lower_floor(tt_lower_ctx *c) { return rounding(c, "floor"); }
 static tt_error *lower_ceil(tt_lower_ctx *c) { return rounding(c, "ceil"); }
 static tt_error *lower_trunc(tt_lower_ctx *c) { return rounding(c, "trunc"); }
+/* round(self, *, decimals): CPU's kernel scales by ten_pow = 10^|decimals|
+ * (in the tensor's dtype), rounds half to even, and scales back:
+ * decimals > 0: nearbyint(x * ten_pow) / ten_pow; else nearbyint(x / ten_pow) * ten_pow. */
 static tt_error *lower_round(tt_lower_ctx *c) {
-  if (tt_lc_nargs(c) > 1 && tt_lc_kind(c, 1) == TT_ARG_INT && tt_lc_int(c, 1, 0) != 0)
-    return tt_lc_decline(c, "round with decimals != 0");
-  return rounding(c, "round_nearest_even");
+  int64_t dec = tt_lc_nargs(c) > 1 && tt_lc_kind(c, 1) == TT_ARG_INT ? tt_lc_int(c, 1, 0) : 0;
+  if (dec == 0) return rounding(c, "round_nearest_even");
+  tt_dtype dt = uc_arg_dtype(c, 0);
+  if (!tt_dtype_is_floating(dt)) return tt_lc_decline(c, "round with decimals on %s", tt_dtype_name(dt));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = uc_read_as(c, 0, uc_opmath(dt));
+  double p = pow(10.0, (double)(dec > 0 ? dec : -dec));
+  if (uc_opmath(dt) == TT_F32) p = (double)(float)p;
+  tt_val k = uc_K(b, x, p);
+  tt_val r = dec > 0 ? uc_dvd(b, uc_un(b, "round_nearest_even", uc_mul(b, x, k)), k)
+                     : uc_mul(b, uc_un(b, "round_nearest_even", uc_dvd(b, x, k)), k);
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
 }
 
 /* frac: x - trunc(x); floating only. */
