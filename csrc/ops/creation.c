@@ -137,7 +137,10 @@ static tt_error *lower_linspace(tt_lower_ctx *c) {
   tt_dtype dt = out->dtype;
   if (!tt_dtype_is_floating(dt) && !tt_dtype_is_integral(dt))
     return tt_lc_decline(c, "linspace into %s", tt_dtype_name(dt));
-  if (steps == 0) return tt_lc_decline(c, "empty linspace");
+  if (steps == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, 1, &steps), 0));
+    return NULL;
+  }
   /* float outs compute in their own dtype (f32 for f16/bf16), integer outs in f64 */
   tt_dtype ct = tt_dtype_is_floating(dt) ? (dt == TT_F64 ? TT_F64 : TT_F32) : TT_F64;
   tt_shape s = tt_shape_make(ct, 1, &steps);
@@ -165,6 +168,47 @@ static tt_error *lower_linspace(tt_lower_ctx *c) {
                             tt_b_binary(b, "multiply", stepv, rev));
     tt_val first = tt_b_compare(b, "LT", idx, tt_b_full(b, s, (double)(steps / 2)));
     r = tt_b_select(b, first, lo, hi);
+  }
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
+}
+
+/* logspace.out(start, end, steps, base, *, out), floating outs: CPU rounds
+ * the bounds to the out dtype, then computes in double: step = (end -
+ * start) / (steps - 1), pow(base, start + step*i) for the first half and
+ * pow(base, end - step*(steps-1-i)) after; one step is pow(base, start). */
+static tt_error *lower_logspace(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *out = tt_lc_ref(c, 4);
+  int64_t steps = tt_lc_int(c, 2, -1);
+  if (!out) return tt_lc_decline(c, "out is not a tensor");
+  if (steps < 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "number of steps must be non-negative");
+  tt_dtype dt = out->dtype;
+  if (!tt_dtype_is_floating(dt)) return tt_lc_decline(c, "logspace into %s", tt_dtype_name(dt));
+  if (steps == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, 1, &steps), 0));
+    return NULL;
+  }
+  tt_shape s = tt_shape_make(TT_F64, 1, &steps);
+  tt_val base = tt_b_full(b, s, tt_lc_double(c, 3, 10.0));
+  tt_val start = tt_lc_scalar(c, 0, TT_F64), end = tt_lc_scalar(c, 1, TT_F64);
+  tt_val r;
+  if (steps == 1) {
+    r = tt_b_binary(b, "power", base, tt_b_broadcast_to(b, start, 1, &steps));
+  } else {
+    start = tt_b_convert(b, tt_b_convert(b, start, dt), TT_F64);
+    end = tt_b_convert(b, tt_b_convert(b, end, dt), TT_F64);
+    tt_val step = tt_b_binary(b, "divide", tt_b_binary(b, "subtract", end, start),
+                              tt_b_constant(b, TT_F64, (double)(steps - 1)));
+    tt_val idx = tt_b_iota(b, s, 0);
+    tt_val stepv = tt_b_broadcast_to(b, step, 1, &steps);
+    tt_val lo = tt_b_binary(b, "add", tt_b_broadcast_to(b, start, 1, &steps),
+                            tt_b_binary(b, "multiply", stepv, idx));
+    tt_val rev = tt_b_binary(b, "subtract", tt_b_full(b, s, (double)(steps - 1)), idx);
+    tt_val hi = tt_b_binary(b, "subtract", tt_b_broadcast_to(b, end, 1, &steps),
+                            tt_b_binary(b, "multiply", stepv, rev));
+    tt_val first = tt_b_compare(b, "LT", idx, tt_b_full(b, s, (double)(steps / 2)));
+    r = tt_b_binary(b, "power", base, tt_b_select(b, first, lo, hi));
   }
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
@@ -615,6 +659,7 @@ TT_LOWERINGS(creation) = {
     {lower_clone, {"clone", "clone.out"}},
     {lower_arange, {"arange.start_out", "arange.out"}},
     {lower_linspace, {"linspace.out"}},
+    {lower_logspace, {"logspace.out"}},
     {lower_eye, {"eye.m_out", "eye.out"}},
     {lower_uniform, {"uniform_", "uniform", "uniform.out"}},
     {lower_normal_, {"normal_", "normal_functional"}},
