@@ -1,0 +1,147 @@
+"""Lowerings added for the OpInfo conformance report (docs/op_coverage.md):
+norm with dims, vdot, round with decimals, channel_shuffle, max_unpool,
+logspace/empty linspace, index ops on a 0-dim self, and the ops made exact
+against CPU in float16/bfloat16 (logit, batch_norm in eval mode) or in their
+gradients (erfinv, logcumsumexp). Each compares with CPU and asserts no
+fallback; the cases a lowering declines are checked to still match CPU."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from harness import check
+
+A = torch.ops.aten
+
+
+# ------------------------------------------------------------------ reductions / dot
+
+@pytest.mark.parametrize("p", [None, 1, 2, 3.5, float("inf")])
+def test_norm_with_dims(p):
+    x = torch.randn(4, 5, 3)
+    check(lambda t: torch.norm(t, p=p, dim=(0, 2), keepdim=True), x, grad=True)
+    check(lambda t: A.norm.ScalarOpt_dim(t, p, [1]), x)
+
+
+def test_norm_through_pairwise_distance_and_triplet_loss():
+    a, b, c = torch.randn(5, 10), torch.randn(5, 10), torch.randn(5, 10)
+    check(lambda x, y: F.pairwise_distance(x, y), a, b, grad=True)
+    check(lambda x, y, z: F.triplet_margin_loss(x, y, z, margin=1.0), a, b, c, grad=True)
+
+
+def test_vdot():
+    check(torch.vdot, torch.randn(7), torch.randn(7), grad=True)
+    check(torch.vdot, torch.arange(5), torch.arange(5) * 3)
+    check(lambda x, y: torch.linalg.vecdot(x, y), torch.randn(3, 4), torch.randn(3, 4))
+
+
+def test_dot_error_messages():
+    with pytest.raises(RuntimeError, match="dot : expected both vectors to have same dtype, "
+                                           "but found Float and Half"):
+        torch.dot(torch.randn(3).to("tpu"), torch.randn(3).half().to("tpu"))
+
+
+# ------------------------------------------------------------------ elementwise
+
+@pytest.mark.parametrize("decimals", [3, -3, 1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_round_decimals(decimals, dtype):
+    x = (torch.randn(50) * 1000).to(dtype)
+    check(lambda t: torch.round(t, decimals=decimals), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_logit_halves_round_like_cpu(dtype):
+    x = torch.rand(200).to(dtype)
+    check(torch.logit, x, atol=0, rtol=0)
+    check(lambda t: torch.logit(t, 0.2), x, atol=0, rtol=0)
+
+
+def test_erfinv_gradient():
+    # exp(erfinv(x)^2) magnifies last-bit differences: the lowering follows
+    # CPU's algorithm so the gradient matches at float32 tolerance.
+    x = torch.rand(400) * 1.98 - 0.99
+    check(torch.erfinv, x, grad=True)
+
+
+def test_logcumsumexp_gradient():
+    check(lambda t: torch.logcumsumexp(t, 0), torch.randn(5, 5, 5), grad=True)
+    check(lambda t: torch.logcumsumexp(t, 1), torch.randn(3, 40), grad=True)
+
+
+# ------------------------------------------------------------------ shape / creation
+
+def test_channel_shuffle():
+    check(lambda t: F.channel_shuffle(t, 3), torch.randn(2, 6, 4, 4))
+    check(lambda t: F.channel_shuffle(t, 2), torch.arange(48).reshape(1, 4, 3, 4))
+
+
+@pytest.mark.parametrize("steps", [0, 1, 5, 50])
+def test_logspace_and_linspace(steps):
+    # the dummy tensor only carries the device (cpu, then tpu)
+    check(lambda d: torch.logspace(-2, 3, steps, device=d.device), torch.zeros(1))
+    check(lambda d: torch.logspace(0.5, -1.5, steps, base=2.0, device=d.device), torch.zeros(1))
+    check(lambda d: torch.linspace(-2.0, 3.0, steps, device=d.device), torch.zeros(1))
+
+
+# ------------------------------------------------------------------ pooling
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool(n):
+    pool = [F.max_pool1d, F.max_pool2d, F.max_pool3d][n - 1]
+    unpool = [F.max_unpool1d, F.max_unpool2d, F.max_unpool3d][n - 1]
+    x = torch.randn(*((2, 3) + (6,) * n))
+    y, idx = pool(x, 3, stride=2, padding=1, return_indices=True)
+    check(lambda v, i: unpool(v, i, 3, stride=2, padding=1, output_size=x.shape[2:]), y, idx,
+          grad=True)
+    check(lambda v, i: unpool(v, i, 3, stride=2, padding=1, output_size=x.shape[2:]), y[0], idx[0])  # unbatched
+
+
+def test_adaptive_avg_pool_empty_batch():
+    check(lambda t: F.adaptive_avg_pool1d(t, 5), torch.randn(0, 8, 8))
+    check(lambda t: F.adaptive_avg_pool3d(t, (5, 7, 4)), torch.randn(0, 2, 8, 8, 8))
+
+
+def test_adaptive_avg_pool3d_bf16_falls_back():
+    # CPU sums bfloat16 3-d windows in bfloat16: the lowering declines.
+    x = torch.randn(2, 8, 8, 8).to(torch.bfloat16)
+    check(lambda t: F.adaptive_avg_pool3d(t, (5, 7, 4)), x, native=False, atol=0, rtol=0)
+
+
+# ------------------------------------------------------------------ normalization
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_batch_norm_eval_halves(dtype):
+    x, w, b = torch.randn(4, 5, 6).to(dtype), torch.randn(5).to(dtype), torch.randn(5).to(dtype)
+    rm, rv = torch.randn(5).to(dtype), torch.rand(5).to(dtype)
+    check(lambda *a: F.batch_norm(*a, training=False, eps=0.6), x, rm, rv, w, b)
+
+
+def test_batch_norm_training_halves_falls_back():
+    x, w, b = torch.randn(5, 5, 5).bfloat16(), torch.randn(5).bfloat16(), torch.randn(5).bfloat16()
+    rm, rv = torch.randn(5).bfloat16(), torch.rand(5).bfloat16()
+    check(lambda *a: F.batch_norm(*a, training=True, momentum=0.5, eps=0.6), x, rm, rv, w, b,
+          native=False, atol=0, rtol=0)
+
+
+def test_layer_norm_weight_shape_message():
+    x = torch.randn(1, 2, 3).to("tpu")
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape as normalized_shape"):
+        A.native_layer_norm(x, [1, 2, 3], torch.randn(1, 2).to("tpu"), None, 1e-5)
+
+
+def test_roll_without_shifts():
+    with pytest.raises(RuntimeError, match="`shifts` required"):
+        torch.roll(torch.randn(5).to("tpu"), [])
+
+
+# ------------------------------------------------------------------ indexing on a 0-dim self
+
+def test_index_ops_on_scalar_self():
+    s, i, v = torch.tensor(2.5), torch.tensor([0]), torch.tensor(-1.5)
+    check(lambda a, j: torch.index_select(a, 0, j), s, i)
+    check(lambda a, j, b: torch.index_add(a, 0, j, b, alpha=-2), s, i, v)
+    check(lambda a, j, b: torch.index_copy(a, 0, j, b), s, i, v)
+    for reduce in ("prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            check(lambda a, j, b: torch.index_reduce(a, 0, j, b, reduce, include_self=inc), s, i, v)
+    check(lambda a, j, b: torch.index_reduce(a, 0, j, b, "mean"), torch.tensor(7), i, torch.tensor(2))
