@@ -192,7 +192,8 @@ static tt_error *lower_logsumexp(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *r = tt_lc_ref(c, 0);
   int64_t tmp[TT_MAX_DIMS + 4];
-  if (tt_lc_int_list(c, 1, tmp, TT_MAX_DIMS + 4) == 0) return tt_lc_decline(c, "empty dim list");
+  /* CPU raises for dim=[] on a dimensioned tensor; a 0-dim one reduces to itself */
+  if (tt_lc_int_list(c, 1, tmp, TT_MAX_DIMS + 4) == 0 && r->ndim > 0) return tt_lc_decline(c, "empty dim list");
   rplan p;
   if (!red_plan_dims(c, r, 1, true, tt_lc_bool(c, 2, false), &p)) return red_builder_error(c);
   tt_dtype out = tt_dtype_is_floating(r->dtype) ? r->dtype : TT_DEFAULT_FLOAT;

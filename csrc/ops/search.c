@@ -64,7 +64,11 @@ static tt_error *bsearch_impl(tt_lower_ctx *c, int seq_arg, int val_arg, int sid
   }
   int64_t m = s->sizes[s->ndim - 1], ns = 1;
   for (int i = 0; i < s->ndim; i++) ns *= s->sizes[i];
-  if (m == 0 || n == 0) return tt_lc_decline(c, "empty input");
+  tt_dtype odt = tt_lc_bool(c, 2, false) ? TT_I32 : TT_I64;
+  if (m == 0 || n == 0) { /* nothing to search: every value lands at 0 */
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(odt, vnd, vdims), 0));
+    return NULL;
+  }
   int64_t rows = s->ndim == 1 ? 1 : ns / m;
   int64_t bd_dims[2] = {rows, m}, v_dims[2] = {rows, n / rows};
   tt_val bd = tt_b_reshape(b, tt_lc_tensor(c, seq_arg), 2, bd_dims);
@@ -85,7 +89,7 @@ static tt_error *bsearch_impl(tt_lower_ctx *c, int seq_arg, int val_arg, int sid
     en = tt_b_select(b, stop, mid, en);
   }
   tt_val out = tt_b_reshape(b, st, vnd, vdims);
-  tt_lc_output(c, tt_b_convert(b, out, tt_lc_bool(c, 2, false) ? TT_I32 : TT_I64));
+  tt_lc_output(c, tt_b_convert(b, out, odt));
   return NULL;
 }
 
