@@ -145,3 +145,25 @@ def test_index_ops_on_scalar_self():
         for inc in (True, False):
             check(lambda a, j, b: torch.index_reduce(a, 0, j, b, reduce, include_self=inc), s, i, v)
     check(lambda a, j, b: torch.index_reduce(a, 0, j, b, "mean"), torch.tensor(7), i, torch.tensor(2))
+
+
+# ------------------------------------------------------------------ linalg / search / reductions
+
+@pytest.mark.parametrize("upper,transpose,unit", [(True, False, False), (False, True, False),
+                                                  (True, True, True)])
+def test_triangular_solve(upper, transpose, unit):
+    a = torch.randn(2, 4, 4) + 4 * torch.eye(4)
+    bm = torch.randn(2, 4, 3)
+    check(lambda x, y: torch.triangular_solve(x, y, upper=upper, transpose=transpose,
+                                              unitriangular=unit), bm, a, grad=True)
+
+
+def test_logsumexp_scalar_over_no_dims():
+    for v in (2.0, float("inf"), float("-inf"), -3.3):
+        check(lambda t: torch.logsumexp(t, dim=[]), torch.tensor(v))
+
+
+def test_searchsorted_empty():
+    check(lambda s, v: torch.searchsorted(s, v), torch.zeros(0), torch.zeros(0))
+    check(lambda s, v: torch.searchsorted(s, v, right=True), torch.zeros(0), torch.randn(4))
+    check(lambda v, s: torch.bucketize(v, s), torch.tensor(1.5), torch.zeros(0))
