@@ -167,3 +167,16 @@ def test_searchsorted_empty():
     check(lambda s, v: torch.searchsorted(s, v), torch.zeros(0), torch.zeros(0))
     check(lambda s, v: torch.searchsorted(s, v, right=True), torch.zeros(0), torch.randn(4))
     check(lambda v, s: torch.bucketize(v, s), torch.tensor(1.5), torch.zeros(0))
+
+
+# ------------------------------------------------------------------ modified Bessel functions
+
+@pytest.mark.parametrize("fn", [torch.special.modified_bessel_i0, torch.special.modified_bessel_i1,
+                                torch.special.modified_bessel_k0, torch.special.modified_bessel_k1,
+                                torch.special.scaled_modified_bessel_k0,
+                                torch.special.scaled_modified_bessel_k1])
+def test_modified_bessel(fn):
+    # both branches (|x| <= 2 or 8, and beyond), zero and negative inputs
+    x = torch.cat([torch.linspace(-12, 30, 400), torch.tensor([0.0, 1e-3, 2.0, 8.0])])
+    check(fn, x)
+    check(fn, torch.linspace(0.1, 9, 50).to(torch.float64))
