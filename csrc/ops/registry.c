@@ -11,6 +11,7 @@
   X(elementwise)       \
   X(unary)             \
   X(special)           \
+  X(special_bessel)    \
   X(activations)       \
   X(reduction)         \
   X(reduction_index)   \

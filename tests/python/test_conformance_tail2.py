@@ -180,3 +180,14 @@ def test_modified_bessel(fn):
     x = torch.cat([torch.linspace(-12, 30, 400), torch.tensor([0.0, 1e-3, 2.0, 8.0])])
     check(fn, x)
     check(fn, torch.linspace(0.1, 9, 50).to(torch.float64))
+
+
+@pytest.mark.parametrize("fn", [torch.special.bessel_j0, torch.special.bessel_j1,
+                                torch.special.bessel_y0, torch.special.bessel_y1,
+                                torch.special.spherical_bessel_j0])
+def test_bessel_first_second_kind(fn):
+    # both sides of |x| = 5 (and of 0.5 for the spherical j0), 0, negatives, inf
+    x = torch.cat([torch.linspace(-15, 40, 551), torch.tensor([0.0, 1e-6, 0.3, 5.0,
+                                                              float("inf"), -float("inf")])])
+    check(fn, x)
+    check(fn, torch.linspace(0.1, 12, 60).to(torch.float64))
