@@ -21,6 +21,7 @@
   X(conv)              \
   X(pool)              \
   X(linalg_solve)      \
+  X(distance)          \
   X(nn)                \
   X(nn_norm)           \
   X(nn_loss)           \
