@@ -213,3 +213,12 @@ def test_cdist_matrix_product_form():
 def test_pdist(p):
     check(lambda a: F.pdist(a, p=p), torch.randn(6, 5))
     check(lambda a: F.pdist(a, p=p), torch.randn(1, 5))
+
+
+def test_isin():
+    e, t = torch.randint(0, 10, (4, 5)), torch.randint(0, 10, (7,))
+    check(lambda a, b: torch.isin(a, b), e, t)
+    check(lambda a, b: torch.isin(a, b, invert=True), e, t)
+    check(lambda a: torch.isin(a, 3), e)
+    x = torch.tensor([1.0, float("nan"), 2.5, -0.0])
+    check(lambda a, b: torch.isin(a, b), x, torch.tensor([0.0, float("nan"), 2.5]))
