@@ -12,6 +12,7 @@
   X(unary)             \
   X(special)           \
   X(special_bessel)    \
+  X(special_poly)      \
   X(activations)       \
   X(reduction)         \
   X(reduction_index)   \

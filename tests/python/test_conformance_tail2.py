@@ -222,3 +222,53 @@ def test_isin():
     check(lambda a: torch.isin(a, 3), e)
     x = torch.tensor([1.0, float("nan"), 2.5, -0.0])
     check(lambda a, b: torch.isin(a, b), x, torch.tensor([0.0, float("nan"), 2.5]))
+
+
+# ------------------------------------------------------------------ orthogonal polynomials
+
+POLYS = [torch.special.chebyshev_polynomial_t, torch.special.chebyshev_polynomial_u,
+         torch.special.chebyshev_polynomial_v, torch.special.chebyshev_polynomial_w,
+         torch.special.shifted_chebyshev_polynomial_t, torch.special.shifted_chebyshev_polynomial_u,
+         torch.special.shifted_chebyshev_polynomial_v, torch.special.shifted_chebyshev_polynomial_w,
+         torch.special.hermite_polynomial_h, torch.special.hermite_polynomial_he,
+         torch.special.laguerre_polynomial_l, torch.special.legendre_polynomial_p]
+
+
+@pytest.mark.parametrize("fn", POLYS, ids=lambda f: f.__name__)
+def test_orthogonal_polynomials(fn):
+    # x over and beyond [-1, 1] (and the shifted [0, 1]) with its ends; n from -2 to 12
+    # (the closed forms start above n = 4, 6 or 8); a loop runs to the largest n
+    x = torch.cat([torch.linspace(-1.3, 1.3, 27), torch.tensor([-1.0, 0.0, 0.5, 1.0])])
+    n = torch.arange(-2, 13)
+    # atol 1e-5 (torch.testing's float32 default, the conformance run's): the closed
+    # forms' cos/sin of n*acos(x) near their zeros differ from libm's by a few ulp of
+    # the argument, ~1e-6 absolute where the polynomial is ~0
+    check(lambda a, m: fn(a[:, None], m[None, :]), x, n, atol=1e-5)
+    check(lambda a, m: fn(a, m), torch.randn(4, 5), torch.tensor(3.7))  # n truncates to 3
+    check(lambda a: fn(a, 5), torch.linspace(-2, 2, 9).to(torch.float64))
+
+
+# ------------------------------------------------------------------ random distributions
+
+def _draw(fn, n=200000):
+    torch.manual_seed(0)
+    t = torch.empty(n, device="tpu")
+    import torch_tpu
+    torch_tpu.debug.reset_fallback_report()
+    v = fn(t).cpu()
+    assert not torch_tpu.debug.fallback_report()
+    return v
+
+
+def test_cauchy_log_normal_geometric_distributions():
+    c = _draw(lambda t: t.cauchy_(1.5, 2.0))
+    assert abs(c.median().item() - 1.5) < 0.05  # median of Cauchy(1.5, 2)
+    q = torch.quantile(c[:100000], torch.tensor([0.25, 0.75]))
+    assert abs(q[0].item() - (1.5 - 2.0)) < 0.1 and abs(q[1].item() - (1.5 + 2.0)) < 0.1
+    ln = _draw(lambda t: t.log_normal_(0.5, 0.25))
+    assert (ln > 0).all()
+    assert abs(ln.log().mean().item() - 0.5) < 0.01 and abs(ln.log().std().item() - 0.25) < 0.01
+    g = _draw(lambda t: t.geometric_(0.3))
+    assert (g >= 1).all() and (g == g.round()).all()
+    assert abs(g.mean().item() - 1 / 0.3) < 0.05  # mean of Geometric(0.3) on {1, 2, ...}
+    assert abs((g == 1).float().mean().item() - 0.3) < 0.01
