@@ -272,3 +272,29 @@ def test_cauchy_log_normal_geometric_distributions():
     assert (g >= 1).all() and (g == g.round()).all()
     assert abs(g.mean().item() - 1 / 0.3) < 0.05  # mean of Geometric(0.3) on {1, 2, ...}
     assert abs((g == 1).float().mean().item() - 0.3) < 0.01
+
+
+# ------------------------------------------------------------------ unfold, rrelu training
+
+@pytest.mark.parametrize("shape,kw", [((2, 3, 7, 6), dict(kernel_size=3)),
+                                      ((1, 2, 8, 9), dict(kernel_size=(2, 3), dilation=(2, 1),
+                                                          padding=(1, 2), stride=(2, 3))),
+                                      ((0, 1, 5, 5), dict(kernel_size=2))])
+def test_unfold(shape, kw):
+    check(lambda x: F.unfold(x, **kw), torch.randn(*shape))
+    if shape[0]:
+        check(lambda x: F.unfold(x, **kw), torch.randn(*shape[1:]))  # unbatched
+
+
+def test_rrelu_training_samples_slopes():
+    import torch_tpu
+    x = torch.randn(100000, device="tpu")
+    torch_tpu.debug.reset_fallback_report()
+    y = F.rrelu(x, lower=0.1, upper=0.3, training=True)
+    assert not torch_tpu.debug.fallback_report()
+    x, y = x.cpu(), y.cpu()
+    pos = x > 0
+    assert torch.equal(y[pos], x[pos])
+    slope = y[~pos] / x[~pos]
+    assert slope.min() >= 0.1 - 1e-6 and slope.max() <= 0.3 + 1e-6
+    assert abs(slope.mean().item() - 0.2) < 0.002  # uniform on [0.1, 0.3)
