@@ -380,8 +380,49 @@ static tt_val rrelu_slope(tt_lower_ctx *c, int lower_arg, tt_val like) {
   return tt_b_broadcast_to(b, tt_b_convert(b, sl, s.dtype), s.ndim, s.dims);
 }
 
+/* Training mode of the functional form: each element <= 0 gets a slope drawn
+ * uniformly from [lower, upper) (24 random bits), written into noise (1
+ * elsewhere), and the result is self * noise, as CPU samples it. */
+static tt_error *rrelu_training(tt_lower_ctx *c) {
+  if (strcmp(tt_lc_op_name(c), "rrelu_with_noise") != 0)
+    return tt_lc_decline(c, "in-place or out= rrelu in training mode");
+  if (tt_lc_kind(c, 5) == TT_ARG_GENERATOR) return tt_lc_decline(c, "explicit generator");
+  const tt_tensor_ref *nr = tt_lc_ref(c, 1), *xr = tt_lc_ref(c, 0);
+  if (!nr || !nr->storage || nr->dtype != xr->dtype || nr->ndim != xr->ndim ||
+      memcmp(nr->sizes, xr->sizes, sizeof(int64_t) * (size_t)xr->ndim))
+    return tt_lc_decline(c, "noise shape or dtype");
+  FLOAT_SELF(0);
+  tt_shape xs = tt_b_shape(b, x);
+  int64_t n = tt_shape_numel(&xs);
+  if (n == 0) {
+    tt_lc_write(c, 1, -1, tt_lc_tensor(c, 1));
+    tt_lc_output(c, tt_b_convert(b, x, dt));
+    return NULL;
+  }
+  tt_val state = tt_lc_rng_state(c);
+  int64_t two = 2;
+  tt_shape outs[2] = {tt_shape_make(TT_U64, 1, &two), tt_shape_make(TT_U32, 1, &n)};
+  tt_val res[2];
+  if (!tt_b_op_multi(b, "stablehlo.rng_bit_generator", &state, 1,
+                     "rng_algorithm = #stablehlo<rng_algorithm PHILOX>", NULL, outs, 2, res))
+    return tt_b_take_error(b);
+  tt_shape ws = tt_shape_make(TT_U32, 1, &n);
+  tt_val bits = tt_b_op(b, "stablehlo.shift_right_logical",
+                        (tt_val[]){res[1], tt_b_broadcast_to(b, tt_b_constant_int(b, TT_U32, 8), 1, &n)}, 2,
+                        NULL, ws);
+  tt_val u = tt_b_reshape(b, uc_mul(b, tt_b_convert(b, bits, xs.dtype), tt_b_full(b, tt_shape_make(xs.dtype, 1, &n), ldexp(1.0, -24))),
+                          xs.ndim, xs.dims);
+  tt_val lo = tt_b_broadcast_to(b, tt_b_convert(b, tt_lc_scalar(c, 2, TT_F64), xs.dtype), xs.ndim, xs.dims);
+  tt_val hi = tt_b_broadcast_to(b, tt_b_convert(b, tt_lc_scalar(c, 3, TT_F64), xs.dtype), xs.ndim, xs.dims);
+  tt_val slope = uc_add(b, lo, uc_mul(b, u, uc_sub(b, hi, lo)));
+  tt_val noise = uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 0)), slope, uc_K(b, x, 1));
+  tt_lc_write(c, 1, -1, tt_b_convert(b, noise, dt));
+  tt_lc_output(c, tt_b_convert(b, uc_mul(b, x, noise), dt));
+  return NULL;
+}
+
 static tt_error *lower_rrelu_with_noise(tt_lower_ctx *c) {
-  if (tt_lc_bool(c, 4, false)) return tt_lc_decline(c, "rrelu in training mode (random slopes)");
+  if (tt_lc_bool(c, 4, false)) return rrelu_training(c);
   FLOAT_SELF(0);
   tt_val r = tt_b_convert(b, uc_sel(b, uc_cmp(b, "GT", x, uc_K(b, x, 0)), x, uc_mul(b, x, rrelu_slope(c, 2, x))), dt);
   /* destinations in argument order: in place (self, noise), out= (noise, out);
@@ -396,10 +437,16 @@ static tt_error *lower_rrelu_with_noise(tt_lower_ctx *c) {
 
 /* rrelu_with_noise_backward(grad, self, noise, lower, upper, training, self_is_result) */
 static tt_error *lower_rrelu_with_noise_backward(tt_lower_ctx *c) {
-  if (tt_lc_bool(c, 5, false)) return tt_lc_decline(c, "rrelu backward in training mode");
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = uc_read_as(c, 0, uc_opmath(dt));
+  if (tt_lc_bool(c, 5, false)) { /* training: CPU multiplies by the sampled noise */
+    double lo = tt_lc_scalar_value(c, 3), hi = tt_lc_scalar_value(c, 4);
+    if (!(hi - lo > 1e-6)) return tt_lc_decline(c, "rrelu backward in training mode with lower == upper");
+    const tt_tensor_ref *nr = tt_lc_ref(c, 2);
+    if (!nr || !nr->storage || nr->ndim != tt_b_ndim(b, x)) return tt_lc_decline(c, "noise");
+    return OUT(uc_mul(b, g, uc_read_as(c, 2, uc_opmath(dt))));
+  }
   return OUT(uc_sel(b, uc_cmp(b, "GT", x, uc_K(b, x, 0)), g, uc_mul(b, g, rrelu_slope(c, 3, x))));
 }
 

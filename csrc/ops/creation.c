@@ -137,7 +137,10 @@ static tt_error *lower_linspace(tt_lower_ctx *c) {
   tt_dtype dt = out->dtype;
   if (!tt_dtype_is_floating(dt) && !tt_dtype_is_integral(dt))
     return tt_lc_decline(c, "linspace into %s", tt_dtype_name(dt));
-  if (steps == 0) return tt_lc_decline(c, "empty linspace");
+  if (steps == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, 1, &steps), 0));
+    return NULL;
+  }
   /* float outs compute in their own dtype (f32 for f16/bf16), integer outs in f64 */
   tt_dtype ct = tt_dtype_is_floating(dt) ? (dt == TT_F64 ? TT_F64 : TT_F32) : TT_F64;
   tt_shape s = tt_shape_make(ct, 1, &steps);
@@ -165,6 +168,47 @@ static tt_error *lower_linspace(tt_lower_ctx *c) {
                             tt_b_binary(b, "multiply", stepv, rev));
     tt_val first = tt_b_compare(b, "LT", idx, tt_b_full(b, s, (double)(steps / 2)));
     r = tt_b_select(b, first, lo, hi);
+  }
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
+}
+
+/* logspace.out(start, end, steps, base, *, out), floating outs: CPU rounds
+ * the bounds to the out dtype, then computes in double: step = (end -
+ * start) / (steps - 1), pow(base, start + step*i) for the first half and
+ * pow(base, end - step*(steps-1-i)) after; one step is pow(base, start). */
+static tt_error *lower_logspace(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *out = tt_lc_ref(c, 4);
+  int64_t steps = tt_lc_int(c, 2, -1);
+  if (!out) return tt_lc_decline(c, "out is not a tensor");
+  if (steps < 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "number of steps must be non-negative");
+  tt_dtype dt = out->dtype;
+  if (!tt_dtype_is_floating(dt)) return tt_lc_decline(c, "logspace into %s", tt_dtype_name(dt));
+  if (steps == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, 1, &steps), 0));
+    return NULL;
+  }
+  tt_shape s = tt_shape_make(TT_F64, 1, &steps);
+  tt_val base = tt_b_full(b, s, tt_lc_double(c, 3, 10.0));
+  tt_val start = tt_lc_scalar(c, 0, TT_F64), end = tt_lc_scalar(c, 1, TT_F64);
+  tt_val r;
+  if (steps == 1) {
+    r = tt_b_binary(b, "power", base, tt_b_broadcast_to(b, start, 1, &steps));
+  } else {
+    start = tt_b_convert(b, tt_b_convert(b, start, dt), TT_F64);
+    end = tt_b_convert(b, tt_b_convert(b, end, dt), TT_F64);
+    tt_val step = tt_b_binary(b, "divide", tt_b_binary(b, "subtract", end, start),
+                              tt_b_constant(b, TT_F64, (double)(steps - 1)));
+    tt_val idx = tt_b_iota(b, s, 0);
+    tt_val stepv = tt_b_broadcast_to(b, step, 1, &steps);
+    tt_val lo = tt_b_binary(b, "add", tt_b_broadcast_to(b, start, 1, &steps),
+                            tt_b_binary(b, "multiply", stepv, idx));
+    tt_val rev = tt_b_binary(b, "subtract", tt_b_full(b, s, (double)(steps - 1)), idx);
+    tt_val hi = tt_b_binary(b, "subtract", tt_b_broadcast_to(b, end, 1, &steps),
+                            tt_b_binary(b, "multiply", stepv, rev));
+    tt_val first = tt_b_compare(b, "LT", idx, tt_b_full(b, s, (double)(steps / 2)));
+    r = tt_b_binary(b, "power", base, tt_b_select(b, first, lo, hi));
   }
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
@@ -514,6 +558,61 @@ static tt_error *lower_exponential(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* cauchy_(self, median, sigma), log_normal_(self, mean, std) and
+ * geometric_(self, p) (and their functional forms): transforms of uniform
+ * or standard normal draws, the distributions PyTorch's CPU kernels sample
+ * (median + sigma tan(pi (u - 1/2)); exp(mean + std z); ceil(log(v) /
+ * log1p(-p)) with v in (0, 1], at least 1). Float dtypes only (geometric
+ * also fills integer tensors); CPU raises for the others. */
+enum { DIST_CAUCHY, DIST_LOG_NORMAL, DIST_GEOMETRIC };
+
+static tt_error *random_dist(tt_lower_ctx *c, int kind) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  int gen_arg = kind == DIST_GEOMETRIC ? 2 : 3;
+  TT_TRY(check_random_target(c, self, gen_arg, NULL));
+  tt_dtype dt = self->dtype;
+  if (!tt_dtype_is_floating(dt) && !(kind == DIST_GEOMETRIC && tt_dtype_is_integral(dt)))
+    return tt_lc_decline(c, "%s of %s (torch raises)", tt_lc_op_name(c), tt_dtype_name(dt));
+  double a = tt_lc_double(c, 1, kind == DIST_LOG_NORMAL ? 1.0 : 0.0);
+  double s2 = kind == DIST_GEOMETRIC ? 0 : tt_lc_double(c, 2, kind == DIST_LOG_NORMAL ? 2.0 : 1.0);
+  if (kind == DIST_CAUCHY && !(s2 > 0))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "cauchy_ expects sigma > 0.0, but found sigma=%g", s2);
+  if (kind == DIST_LOG_NORMAL && !(s2 > 0))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "log_normal_ expects std > 0.0, but found std=%g", s2);
+  if (kind == DIST_GEOMETRIC && !(a > 0 && a < 1))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "geometric_ expects p to be in (0, 1), but got p=%g", a);
+  int64_t n = numel_of(self);
+  if (n == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_lc_ref_shape(self), 0));
+    return NULL;
+  }
+  tt_dtype ct = dt == TT_F64 ? TT_F64 : TT_F32;
+  tt_shape s = tt_shape_make(ct, 1, &n);
+  tt_val r;
+  if (kind == DIST_LOG_NORMAL) {
+    tt_val z = standard_normal(c, n, ct);
+    r = tt_b_unary(b, "exponential", tt_b_binary(b, "add", tt_b_binary(b, "multiply", z, tt_b_full(b, s, s2)),
+                                                 tt_b_full(b, s, a)));
+  } else {
+    tt_val u = uniform01(c, n, ct, ct == TT_F64 ? 53 : 24);
+    if (kind == DIST_CAUCHY) {
+      tt_val t = tt_b_unary(b, "tan", tt_b_binary(b, "multiply", tt_b_full(b, s, M_PI),
+                                                   tt_b_binary(b, "subtract", u, tt_b_full(b, s, 0.5))));
+      r = tt_b_binary(b, "add", tt_b_binary(b, "multiply", t, tt_b_full(b, s, s2)), tt_b_full(b, s, a));
+    } else {
+      tt_val v = tt_b_binary(b, "subtract", tt_b_full(b, s, 1.0), u); /* (0, 1] */
+      r = tt_b_unary(b, "ceil", tt_b_binary(b, "divide", tt_b_unary(b, "log", v), tt_b_full(b, s, log1p(-a))));
+      r = tt_b_binary(b, "maximum", r, tt_b_full(b, s, 1.0));
+    }
+  }
+  tt_lc_output(c, to_shape(b, tt_b_convert(b, r, dt), self));
+  return NULL;
+}
+static tt_error *lower_cauchy(tt_lower_ctx *c) { return random_dist(c, DIST_CAUCHY); }
+static tt_error *lower_log_normal(tt_lower_ctx *c) { return random_dist(c, DIST_LOG_NORMAL); }
+static tt_error *lower_geometric(tt_lower_ctx *c) { return random_dist(c, DIST_GEOMETRIC); }
+
 /* ------------------------------------------------------------ tril_indices / triu_indices */
 
 /* Number of (r, c), 0 <= r < row, 0 <= c < col, with c - r <= offset. */
@@ -615,6 +714,7 @@ TT_LOWERINGS(creation) = {
     {lower_clone, {"clone", "clone.out"}},
     {lower_arange, {"arange.start_out", "arange.out"}},
     {lower_linspace, {"linspace.out"}},
+    {lower_logspace, {"logspace.out"}},
     {lower_eye, {"eye.m_out", "eye.out"}},
     {lower_uniform, {"uniform_", "uniform", "uniform.out"}},
     {lower_normal_, {"normal_", "normal_functional"}},
@@ -623,6 +723,9 @@ TT_LOWERINGS(creation) = {
     {lower_bernoulli_tensor, {"bernoulli_.Tensor", "bernoulli"}},
     {lower_random, {"random_", "random_.from", "random_.to", "random", "random.from", "random.to"}},
     {lower_exponential, {"exponential_", "exponential"}},
+    {lower_cauchy, {"cauchy_", "cauchy"}},
+    {lower_log_normal, {"log_normal_", "log_normal"}},
+    {lower_geometric, {"geometric_", "geometric"}},
     {lower_tri_indices, {"tril_indices", "tril_indices.out", "triu_indices", "triu_indices.out"}},
     {NULL, {NULL}},
 };

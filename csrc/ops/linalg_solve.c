@@ -48,7 +48,7 @@ static tt_error *lower_linalg_cross(tt_lower_ctx *c) {
   if (xr->sizes[dim] != 3 || yr->sizes[dim] != 3)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "linalg.cross: inputs dimension %" PRId64 " must have length 3. Got %" PRId64
-                      " and %" PRId64, dim, xr->sizes[dim], yr->sizes[dim]);
+                      " and %" PRId64, tt_lc_int(c, 2, -1), xr->sizes[dim], yr->sizes[dim]);
   tt_builder *b = tt_lc_builder(c);
   tt_val x = tt_operand(c, 0, dt, nd, dims), y = tt_operand(c, 1, dt, nd, dims);
   tt_val xs[3], ys[3];
@@ -95,15 +95,16 @@ static tt_val mT(tt_builder *b, tt_val x) {
   return tt_b_transpose(b, x, perm);
 }
 
-/* linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False) */
-static tt_error *lower_linalg_solve_triangular(tt_lower_ctx *c) {
-  if (!linalg_is_tensor(c, 0) || !linalg_is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
-  const tt_tensor_ref *ar = tt_lc_ref(c, 0), *br = tt_lc_ref(c, 1);
+/* Solves A X = B (left) or X A = B with A's upper or lower triangle
+ * (op(A) = A^T when transpose); A = argument ai, B = argument bi, batch dims
+ * broadcast. Outputs X, and A broadcast to the batch when also_a. */
+static tt_error *tri_solve(tt_lower_ctx *c, int ai, int bi, bool upper, bool left, bool unit,
+                           bool transpose, bool also_a) {
+  if (!linalg_is_tensor(c, ai) || !linalg_is_tensor(c, bi)) return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *ar = tt_lc_ref(c, ai), *br = tt_lc_ref(c, bi);
   tt_dtype dt = ar->dtype;
   if (br->dtype != dt || (dt != TT_F32 && dt != TT_F64)) return tt_lc_decline(c, "dtype");
   if (ar->ndim < 2 || br->ndim < 2) return tt_lc_decline(c, "rank");
-  bool upper = tt_lc_bool(c, 2, false), left = tt_lc_bool(c, 3, true),
-       unit = tt_lc_bool(c, 4, false);
   int64_t n = ar->sizes[ar->ndim - 1];
   if (ar->sizes[ar->ndim - 2] != n) return tt_lc_decline(c, "A not square");
   int64_t m0 = br->sizes[br->ndim - 2], m1 = br->sizes[br->ndim - 1];
@@ -120,17 +121,32 @@ static tt_error *lower_linalg_solve_triangular(tt_lower_ctx *c) {
   ad[nb] = ad[nb + 1] = n;
   bd[nb] = m0;
   bd[nb + 1] = m1;
-  tt_val a = tt_b_broadcast_to(b, tt_lc_tensor(c, 0), nb + 2, ad);
-  tt_val bb = tt_b_broadcast_to(b, tt_lc_tensor(c, 1), nb + 2, bd);
-  a = tri_mask(b, a, !upper, unit);
+  tt_val a_full = tt_b_broadcast_to(b, tt_lc_tensor(c, ai), nb + 2, ad);
+  tt_val bb = tt_b_broadcast_to(b, tt_lc_tensor(c, bi), nb + 2, bd);
+  tt_val a = tri_mask(b, a_full, !upper, unit);
   char attrs[200];
   snprintf(attrs, sizeof attrs,
            "left_side = %s, lower = %s, unit_diagonal = %s, "
-           "transpose_a = #stablehlo<transpose NO_TRANSPOSE>",
-           left ? "true" : "false", upper ? "false" : "true", unit ? "true" : "false");
+           "transpose_a = #stablehlo<transpose %s>",
+           left ? "true" : "false", upper ? "false" : "true", unit ? "true" : "false",
+           transpose ? "TRANSPOSE" : "NO_TRANSPOSE");
   tt_val ins[2] = {a, bb};
   tt_lc_output(c, tt_b_op(b, "stablehlo.triangular_solve", ins, 2, attrs, tt_b_shape(b, bb)));
+  if (also_a) tt_lc_output(c, a_full);
   return NULL;
+}
+
+/* linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False) */
+static tt_error *lower_linalg_solve_triangular(tt_lower_ctx *c) {
+  return tri_solve(c, 0, 1, tt_lc_bool(c, 2, false), tt_lc_bool(c, 3, true), tt_lc_bool(c, 4, false),
+                   false, false);
+}
+
+/* triangular_solve(self=B, A, upper=True, transpose=False, unitriangular=False)
+ * -> (solution, cloned_coefficient = A broadcast to the batch) */
+static tt_error *lower_triangular_solve(tt_lower_ctx *c) {
+  return tri_solve(c, 1, 0, tt_lc_bool(c, 2, true), true, tt_lc_bool(c, 4, false),
+                   tt_lc_bool(c, 3, false), true);
 }
 
 /* linalg_cholesky_ex(self, *, upper=False, check_errors=False) -> (L, info).
@@ -247,6 +263,7 @@ TT_LOWERINGS(linalg_solve) = {
     {lower_linalg_solve_triangular,
      {"linalg_solve_triangular", "linalg_solve_triangular.out"}},
     {lower_linalg_cholesky_ex, {"linalg_cholesky_ex", "linalg_cholesky_ex.L"}},
+    {lower_triangular_solve, {"triangular_solve", "triangular_solve.X"}},
     {lower_diag_embed, {"diag_embed", "diag_embed.out"}},
     {NULL, {NULL}},
 };

@@ -17,6 +17,11 @@
  * input, weight, bias, running_mean (rm < 0: none), running_var, training,
  * momentum, eps. Emits (out, save_mean, save_invstd) and writes running
  * stats in training mode. */
+/* -(a * b) */
+static tt_val nn_negate_mul(tt_builder *b, tt_val x, tt_val y) {
+  return tt_b_unary(b, "negate", nn_mul(b, x, y));
+}
+
 static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int train_arg) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *in = tt_lc_ref(c, 0);
@@ -47,6 +52,13 @@ static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int tr
   for (int k = 0; k < 4; k++)
     if (params[k] && params[k]->dtype != pdt) return tt_lc_decline(c, "mixed dtypes");
   if ((rm == NULL) != (rv == NULL)) return tt_lc_decline(c, "only one running stat");
+  /* With float16/bfloat16 parameters CPU rounds the batch statistics to the
+   * parameter dtype at points that vary with its kernel path (instance_norm's
+   * reshaped input takes another); no one rounding scheme matches them all.
+   * Without weight and bias that rounding stays within the dtype's relative
+   * tolerance; with them, bias - mean * invstd * weight cancels and shows it. */
+  if (training && pdt != nn_opmath(pdt) && (w || bi))
+    return tt_lc_decline(c, "training with reduced-precision weight or bias");
   if (!training && !rm)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "running_mean must be defined in evaluation mode");
@@ -74,9 +86,14 @@ static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int tr
     tt_val v = nn_opt_tensor(c, rv_arg, acc);
     invstd = tt_b_unary(b, "rsqrt", nn_add(b, v, tt_b_constant(b, acc, eps)));
   }
-  tt_val y = nn_mul(b, nn_sub(b, x, nn_along(b, mean, nd, in->sizes, 1)), nn_along(b, invstd, nd, in->sizes, 1));
-  if (w) y = nn_mul(b, y, nn_along(b, nn_opt_tensor(c, 1, acc), nd, in->sizes, 1));
-  if (bi) y = nn_add(b, y, nn_along(b, nn_opt_tensor(c, 2, acc), nd, in->sizes, 1));
+  /* y = x * alpha + beta with alpha = invstd * weight and beta = bias -
+   * mean * alpha, the form (and rounding) of PyTorch's CPU kernel. */
+  tt_val alpha = invstd;
+  if (w) alpha = nn_mul(b, alpha, nn_opt_tensor(c, 1, acc));
+  tt_val beta = nn_negate_mul(b, mean, alpha);
+  if (bi) beta = nn_add(b, nn_opt_tensor(c, 2, acc), beta);
+  tt_val y = nn_add(b, nn_mul(b, x, nn_along(b, alpha, nd, in->sizes, 1)),
+                    nn_along(b, beta, nd, in->sizes, 1));
   tt_lc_output(c, tt_b_convert(b, y, in->dtype));
   if (training) {
     tt_lc_output(c, tt_b_convert(b, mean, pdt));
@@ -192,9 +209,17 @@ static tt_error *lower_native_layer_norm(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "Given normalized_shape has %d dims, but got input of size with %d dims "
                       "that does not match", nn, nd);
-  if ((w && !nn_shape_is(w, nn, ns)) || (bi && !nn_shape_is(bi, nn, ns)))
+  const tt_tensor_ref *wb[2] = {w, bi};
+  for (int k = 0; k < 2; k++) {
+    if (!wb[k] || nn_shape_is(wb[k], nn, ns)) continue;
+    char got[256], want[256];
+    const char *what = k ? "bias" : "weight";
+    tt_fmt_i64_list(got, sizeof got, wb[k]->sizes, wb[k]->ndim);
+    tt_fmt_i64_list(want, sizeof want, ns, nn);
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
-                      "Expected weight and bias to be of the same shape as normalized_shape");
+                      "Expected %s to be of same shape as normalized_shape, but got %s of shape %s "
+                      "and normalized_shape = %s", what, what, got, want);
+  }
   const tt_tensor_ref *params[2] = {w, bi};
   int pdt = norm_param_dtype(in->dtype, params, 2);
   if (pdt < 0) return tt_lc_decline(c, "mixed dtypes");

@@ -182,8 +182,16 @@ static tt_error *adaptive_avg(tt_lower_ctx *c, int k, bool backward) {
   if (!x || !x->storage || !nn_is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
   int nd = x->ndim;
   if (nd != k + 1 && nd != k + 2) return tt_lc_decline(c, "rank");
-  for (int i = 0; i < nd; i++)
-    if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
+  /* PyTorch's 3-d CPU kernel sums float16/bfloat16 windows in that dtype
+   * (each addition rounds); only the 2-d one accumulates in float. */
+  if (k == 3 && !backward && x->dtype != nn_opmath(x->dtype))
+    return tt_lc_decline(c, "reduced-precision 3-d pooling accumulates in its own dtype on CPU");
+  bool empty_batch = false;
+  for (int i = 0; i < nd; i++) {
+    if (x->sizes[i] != 0) continue;
+    if (i >= nd - k) return tt_lc_decline(c, "empty spatial input");
+    empty_batch = true;
+  }
   int64_t O[3];
   if (backward) {
     if (!g || !g->storage || g->dtype != x->dtype || g->ndim != nd) return tt_lc_decline(c, "grad");
@@ -197,6 +205,12 @@ static tt_error *adaptive_avg(tt_lower_ctx *c, int k, bool backward) {
   }
   for (int i = 0; i < k; i++)
     if (O[i] <= 0 || O[i] > UP_MAX || x->sizes[nd - k + i] > UP_MAX) return tt_lc_decline(c, "size");
+  if (empty_batch) { /* no window to average: an empty result of the right shape */
+    int64_t os[TT_MAX_DIMS];
+    for (int i = 0; i < nd; i++) os[i] = backward || i < nd - k ? x->sizes[i] : O[i - (nd - k)];
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(x->dtype, nd, os), 0));
+    return NULL;
+  }
   int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 4);
   double *cnt = malloc(sizeof(double) * UP_MAX);
   if (!buf || !cnt) {

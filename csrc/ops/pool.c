@@ -212,10 +212,12 @@ static tt_error *lower_max_pool2d(tt_lower_ctx *c) {
   return NULL;
 }
 
-/* Scatter-adds gradient g [N, C, *out] at flat per-plane input indices ix
- * (i64, same shape) into zeros [N, C, *in] of dtype acc: max-pool backward. */
-static tt_val scatter_to_planes(tt_builder *b, tt_val g, tt_val ix, tt_shape gs, int n_spatial,
-                                const int64_t *in, tt_dtype acc) {
+/* Scatters g [N, C, *out] at flat per-plane input indices ix (i64, same
+ * shape) into zeros [N, C, *in] of dtype acc, combining with op ("add":
+ * max-pool backward; NULL: the value replaces, max_unpool). Indices outside
+ * their plane are dropped rather than landing in a neighbouring plane. */
+static tt_val scatter_to_planes_op(tt_builder *b, tt_val g, tt_val ix, tt_shape gs, int n_spatial,
+                                   const int64_t *in, tt_dtype acc, const char *op) {
   int64_t N = gs.dims[0], C = gs.dims[1], plane = 1;
   for (int i = 0; i < n_spatial; i++) plane *= in[i];
   int64_t nout = tt_shape_numel(&gs), total = N * C * plane;
@@ -223,12 +225,15 @@ static tt_val scatter_to_planes(tt_builder *b, tt_val g, tt_val ix, tt_shape gs,
   tt_val pl = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)C)),
                           tt_b_iota(b, is, 1));
   tt_val lin = tt_b_binary(b, "add", tt_b_binary(b, "multiply", pl, tt_b_full(b, is, (double)plane)), ix);
+  tt_val bad = tt_b_binary(b, "or", tt_b_compare(b, "LT", ix, tt_b_full(b, is, 0)),
+                           tt_b_compare(b, "GE", ix, tt_b_full(b, is, (double)plane)));
+  lin = tt_b_select(b, bad, tt_b_full(b, is, (double)total), lin);
   int64_t idims[2] = {nout, 1};
   lin = tt_b_reshape(b, lin, 2, idims);
   tt_val upd = tt_b_reshape(b, g, 1, &nout);
   tt_val base = tt_b_full(b, tt_shape_make(acc, 1, &total), 0);
   char region[600];
-  tt_b_region_binary(region, sizeof region, acc, "add");
+  tt_b_region_binary(region, sizeof region, acc, op);
   const char *attrs =
       "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
       "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "
@@ -239,6 +244,10 @@ static tt_val scatter_to_planes(tt_builder *b, tt_val g, tt_val ix, tt_shape gs,
   int64_t dims[TT_MAX_DIMS] = {N, C};
   for (int i = 0; i < n_spatial; i++) dims[2 + i] = in[i];
   return tt_b_reshape(b, r, 2 + n_spatial, dims);
+}
+static tt_val scatter_to_planes(tt_builder *b, tt_val g, tt_val ix, tt_shape gs, int n_spatial,
+                                const int64_t *in, tt_dtype acc) {
+  return scatter_to_planes_op(b, g, ix, gs, n_spatial, in, acc, "add");
 }
 
 /* max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride,
@@ -651,7 +660,48 @@ static tt_error *lower_max_pool3d_backward(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* max_unpool2d(self, indices, output_size) and max_unpool3d(self, indices,
+ * output_size, stride, padding): zeros of [N, C, *output_size] with each
+ * self value written at its per-plane flat index. Indices from max pooling
+ * repeat only with the same value, so the write order does not matter.
+ * CPU raises on an index outside its plane; such values are dropped here. */
+static tt_error *max_unpool(tt_lower_ctx *c, int nsp) {
+  if (!linalg_is_tensor(c, 0) || !linalg_is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
+  const tt_tensor_ref *xr = tt_lc_ref(c, 0), *ir = tt_lc_ref(c, 1);
+  if (!linalg_is_float(xr->dtype) || ir->dtype != TT_I64) return tt_lc_decline(c, "dtype");
+  int64_t os[3];
+  if (tt_lc_int_list(c, 2, os, 3) != nsp) return tt_lc_decline(c, "output_size");
+  if (xr->ndim != nsp + 1 && xr->ndim != nsp + 2) return tt_lc_decline(c, "rank");
+  if (ir->ndim != xr->ndim) return tt_lc_decline(c, "indices shape");
+  int64_t numel = 1;
+  for (int i = 0; i < xr->ndim; i++) {
+    if (ir->sizes[i] != xr->sizes[i]) return tt_lc_decline(c, "indices shape");
+    numel *= xr->sizes[i];
+  }
+  for (int i = 0; i < nsp; i++)
+    if (os[i] <= 0) return tt_lc_decline(c, "output_size");
+  if (numel == 0) return tt_lc_decline(c, "empty input");
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_lc_tensor(c, 0), ix = tt_lc_tensor(c, 1);
+  int64_t d[TT_MAX_DIMS];
+  int lead = xr->ndim - nsp; /* 1 (unbatched) or 2 */
+  d[0] = lead == 1 ? 1 : xr->sizes[0];
+  for (int i = lead == 1 ? 0 : 1; i < xr->ndim; i++) d[i + (lead == 1)] = xr->sizes[i];
+  x = tt_b_reshape(b, x, nsp + 2, d);
+  ix = tt_b_reshape(b, ix, nsp + 2, d);
+  tt_val r = scatter_to_planes_op(b, x, ix, tt_b_shape(b, x), nsp, os, xr->dtype, NULL);
+  int64_t od[TT_MAX_DIMS];
+  for (int i = 0; i < lead; i++) od[i] = xr->sizes[i];
+  for (int i = 0; i < nsp; i++) od[lead + i] = os[i];
+  tt_lc_output(c, tt_b_reshape(b, r, xr->ndim, od));
+  return NULL;
+}
+static tt_error *lower_max_unpool2d(tt_lower_ctx *c) { return max_unpool(c, 2); }
+static tt_error *lower_max_unpool3d(tt_lower_ctx *c) { return max_unpool(c, 3); }
+
 TT_LOWERINGS(pool) = {
+    {lower_max_unpool2d, {"max_unpool2d", "max_unpool2d.out"}},
+    {lower_max_unpool3d, {"max_unpool3d", "max_unpool3d.out"}},
     {lower_max_pool2d, {"max_pool2d_with_indices", "max_pool2d_with_indices.out"}},
     {lower_max_pool2d_backward,
      {"max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward.grad_input"}},

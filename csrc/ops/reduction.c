@@ -192,7 +192,8 @@ static tt_error *lower_logsumexp(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *r = tt_lc_ref(c, 0);
   int64_t tmp[TT_MAX_DIMS + 4];
-  if (tt_lc_int_list(c, 1, tmp, TT_MAX_DIMS + 4) == 0) return tt_lc_decline(c, "empty dim list");
+  /* CPU raises for dim=[] on a dimensioned tensor; a 0-dim one reduces to itself */
+  if (tt_lc_int_list(c, 1, tmp, TT_MAX_DIMS + 4) == 0 && r->ndim > 0) return tt_lc_decline(c, "empty dim list");
   rplan p;
   if (!red_plan_dims(c, r, 1, true, tt_lc_bool(c, 2, false), &p)) return red_builder_error(c);
   tt_dtype out = tt_dtype_is_floating(r->dtype) ? r->dtype : TT_DEFAULT_FLOAT;
@@ -343,7 +344,7 @@ static tt_val vnorm(tt_builder *b, tt_val a, tt_val ord, const rplan *pp) {
 /* linalg_vector_norm(self, ord=2, dim=None, keepdim, *, dtype). ord is a
  * runtime Scalar, so every special case (inf, -inf, 0, 1, 2, general p) is
  * computed and the result selected by comparing ord at run time. */
-static tt_error *lower_vector_norm(tt_lower_ctx *c) {
+static tt_error *vector_norm_impl(tt_lower_ctx *c, int dtype_arg) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *r = tt_lc_ref(c, 0);
   if (!tt_dtype_is_floating(r->dtype))
@@ -351,25 +352,31 @@ static tt_error *lower_vector_norm(tt_lower_ctx *c) {
                       "linalg.vector_norm: Expected a floating point or complex tensor as input. "
                       "Got %s", torch_name(r->dtype));
   tt_dtype out = r->dtype;
-  if (!tt_lc_is_none(c, 4)) {
-    if (!red_arg_dtype(c, 4, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
+  if (dtype_arg >= 0 && tt_lc_kind(c, dtype_arg) == TT_ARG_DTYPE) {
+    if (!red_arg_dtype(c, dtype_arg, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
     if (!tt_dtype_is_floating(out) || tt_promote(r->dtype, out) != out)
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                         "linalg.vector_norm: the dtype of the input (%s) should be convertible "
                         "without narrowing to the specified dtype (%s)",
                         torch_name(r->dtype), torch_name(out));
   }
-  if (tt_lc_kind(c, 1) != TT_ARG_SCALAR) return tt_lc_decline(c, "ord is not a Scalar");
+  bool ord_none = tt_lc_is_none(c, 1);
+  if (!ord_none && tt_lc_kind(c, 1) != TT_ARG_SCALAR) return tt_lc_decline(c, "ord is not a Scalar");
   rplan p;
   if (!red_plan_dims(c, r, 2, true, tt_lc_bool(c, 3, false), &p)) return red_builder_error(c);
   /* inf/-inf on empty reductions raise in PyTorch, depending on ord's value */
   if (p.count == 0) return tt_lc_decline(c, "empty reduction");
   tt_dtype acc = red_acc_of(out);
   tt_val a = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_tensor(c, 0), acc));
-  tt_val v = vnorm(b, a, tt_lc_scalar(c, 1, acc), &p);
+  tt_val ord = ord_none ? tt_b_constant(b, acc, 2) : tt_lc_scalar(c, 1, acc);
+  tt_val v = vnorm(b, a, ord, &p);
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, out), &p));
   return NULL;
 }
+static tt_error *lower_vector_norm(tt_lower_ctx *c) { return vector_norm_impl(c, 4); }
+/* norm.ScalarOpt_dim(self, p?, dim, keepdim) and its dtype/out forms: CPU's
+ * norm.out computes linalg_vector_norm(self, p or 2, dim, keepdim, dtype). */
+static tt_error *lower_norm_dim(tt_lower_ctx *c) { return vector_norm_impl(c, 4); }
 
 /* ------------------------------------------------------------ nansum / count_nonzero / aminmax */
 
@@ -519,6 +526,7 @@ TT_LOWERINGS(reduction) = {
     {lower_softmax_bw, {"_softmax_backward_data", "_softmax_backward_data.out"}},
     {lower_log_softmax_bw, {"_log_softmax_backward_data", "_log_softmax_backward_data.out"}},
     {lower_vector_norm, {"linalg_vector_norm", "linalg_vector_norm.out"}},
+    {lower_norm_dim, {"norm.ScalarOpt_dim", "norm.ScalarOpt_dim_dtype", "norm.out", "norm.dtype_out"}},
     {lower_nansum, {"nansum", "nansum.out"}},
     {lower_count_nonzero, {"count_nonzero", "count_nonzero.out", "count_nonzero.dim_IntList",
                            "count_nonzero.dim_IntList_out"}},

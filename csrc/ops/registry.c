@@ -11,6 +11,8 @@
   X(elementwise)       \
   X(unary)             \
   X(special)           \
+  X(special_bessel)    \
+  X(special_poly)      \
   X(activations)       \
   X(reduction)         \
   X(reduction_index)   \
@@ -20,6 +22,7 @@
   X(conv)              \
   X(pool)              \
   X(linalg_solve)      \
+  X(distance)          \
   X(nn)                \
   X(nn_norm)           \
   X(nn_loss)           \

@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -113,6 +114,24 @@ static tt_error *cum_extreme(tt_lower_ctx *c, bool is_max) {
 static tt_error *lower_cummax(tt_lower_ctx *c) { return cum_extreme(c, true); }
 static tt_error *lower_cummin(tt_lower_ctx *c) { return cum_extreme(c, false); }
 
+/* Longest scan unrolled in CPU's sequential order; longer ones use the
+ * log-step scan (same formula, another association: last-bit differences). */
+#define LCSE_SEQUENTIAL_MAX 128
+
+/* CPU's _log_add_exp_helper(x, y): min/max with y's NaN first, then
+ * log1p(exp(min - max)) + max, or x where min == max is infinite. */
+static tt_val log_add_exp_cpu(tt_builder *b, tt_val x, tt_val y) {
+  tt_val ynan = tt_b_compare(b, "NE", y, y);
+  tt_val mn = tt_b_select(b, ynan, y, tt_b_binary(b, "minimum", x, y));
+  tt_val mx = tt_b_select(b, ynan, y, tt_b_binary(b, "maximum", x, y));
+  tt_val v = tt_b_binary(b, "add", tt_b_unary(b, "log_plus_one",
+                                              tt_b_unary(b, "exponential", tt_b_binary(b, "subtract", mn, mx))),
+                         mx);
+  tt_val same_inf = tt_b_binary(b, "and", tt_b_compare(b, "EQ", mn, mx),
+                                tt_b_compare(b, "EQ", tt_b_unary(b, "abs", mn), tt_full_like(b, mn, INFINITY)));
+  return tt_b_select(b, same_inf, x, v);
+}
+
 /* logcumsumexp(self, dim): log-step scan of CPU's log_add_exp
  * (max + log1p(exp(min - max)); equal infinities kept; NaN propagates). */
 static tt_error *lower_logcumsumexp(tt_lower_ctx *c) {
@@ -124,6 +143,19 @@ static tt_error *lower_logcumsumexp(tt_lower_ctx *c) {
   tt_dtype acc = red_acc_of(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   int64_t n = r->ndim ? r->sizes[dim] : 1;
+  if (r->ndim && n > 1 && n <= LCSE_SEQUENTIAL_MAX) {
+    /* CPU's order: acc = log_add_exp(x[i], acc), one element after the other.
+     * The gradient (a difference of two exps of reversed logcumsumexps)
+     * amplifies any other association's last-bit differences. */
+    tt_val *parts = malloc(sizeof(tt_val) * (size_t)n);
+    if (!parts) return tt_lc_decline(c, "out of host memory");
+    parts[0] = red_slice_dim(b, x, (int)dim, 0, 1);
+    for (int64_t i = 1; i < n; i++)
+      parts[i] = log_add_exp_cpu(b, red_slice_dim(b, x, (int)dim, i, i + 1), parts[i - 1]);
+    x = tt_b_concat(b, parts, (int)n, (int)dim);
+    free(parts);
+    n = 1; /* done: skip the log-step scan below */
+  }
   for (int64_t sh = 1; r->ndim && sh < n; sh *= 2) {
     int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0};
     lo[dim] = sh;

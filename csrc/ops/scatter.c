@@ -19,6 +19,11 @@
 
 /* ------------------------------------------------------------ index_select / index_add */
 
+static bool scalar_self(tt_lower_ctx *c);
+static tt_error *index_op_on_scalar(tt_lower_ctx *c, int kind);
+/* index ops index_op_on_scalar serves */
+enum { IX_SELECT, IX_ADD, IX_COPY, IX_REDUCE };
+
 /* Validates (self, dim, index) of index_select/index_add; returns the dim or -1. */
 static int64_t index_dim_args(tt_lower_ctx *c, const char *op, const tt_tensor_ref **self,
                               const tt_tensor_ref **index, bool *declined) {
@@ -44,6 +49,7 @@ static tt_error *lower_index_select(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *self, *index;
   bool declined;
+  if (scalar_self(c)) return index_op_on_scalar(c, IX_SELECT);
   int64_t dim = index_dim_args(c, "index_select", &self, &index, &declined);
   if (declined) return tt_lc_decline(c, "0-dim or CPU operands");
   if (dim < 0) return NULL;
@@ -72,6 +78,7 @@ static tt_error *lower_index_add(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *self, *index;
   bool declined;
+  if (scalar_self(c)) return index_op_on_scalar(c, IX_ADD);
   int64_t dim = index_dim_args(c, "index_add", &self, &index, &declined);
   if (declined) return tt_lc_decline(c, "0-dim or CPU operands");
   if (dim < 0) return NULL;
@@ -312,6 +319,50 @@ static tt_error *scatter_reduce_general(tt_lower_ctx *c, const char *reduce, boo
   return NULL;
 }
 
+/* ------------------------------------------------------------ 0-dim self */
+
+static bool scalar_self(tt_lower_ctx *c) {
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  return self && self->storage && self->ndim == 0;
+}
+
+/* index_select/index_add/index_copy/index_reduce on a 0-dim self, which
+ * PyTorch treats as one slot along dim 0 (or -1): the single index selects
+ * it (CPU raises for any index but 0, and so would a 1-d self of size 1
+ * here: out-of-range indices are not checked at run time). */
+static tt_error *index_op_on_scalar(tt_lower_ctx *c, int kind) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0), *index = tt_lc_ref(c, 2);
+  int64_t dim = tt_lc_int(c, 1, 0);
+  if (!index || !index->storage || !ix_is_index_dtype(index->dtype) || index->ndim > 1 ||
+      ix_numel_of(index->ndim, index->sizes) != 1 || (dim != 0 && dim != -1))
+    return tt_lc_decline(c, "0-dim self with these arguments (torch raises)");
+  tt_val x = tt_lc_tensor(c, 0);
+  if (kind == IX_SELECT) {
+    tt_lc_output(c, x);
+    return NULL;
+  }
+  const tt_tensor_ref *src = tt_lc_ref(c, 3);
+  if (!src || !src->storage || src->dtype != self->dtype || src->ndim != 0)
+    return tt_lc_decline(c, "source for a 0-dim self");
+  tt_dtype dt = self->dtype;
+  tt_val v = tt_lc_tensor(c, 3), r = v;
+  if (kind == IX_ADD) {
+    if (dt == TT_BOOL) return tt_lc_decline(c, "index_add on bool");
+    r = tt_b_binary(b, "add", x, tt_b_binary(b, "multiply", tt_lc_scalar(c, 4, dt), v));
+  } else if (kind == IX_REDUCE) {
+    const char *reduce = tt_lc_string(c, 4, "");
+    const char *op = reduce_combiner(reduce);
+    if (!op || !strcmp(reduce, "sum") || dt == TT_BOOL) return tt_lc_decline(c, "reduce='%s'", reduce);
+    if (tt_lc_bool(c, 5, true)) {
+      r = tt_b_binary(b, op, x, v);
+      if (!strcmp(reduce, "mean")) r = divide_by_counts(b, r, tt_b_constant(b, dt, 2));
+    }
+  }
+  tt_lc_output(c, r);
+  return NULL;
+}
+
 /* ------------------------------------------------------------ index_fill / index_copy / index_reduce */
 
 /* index (argument 2) as i64 [n, 1], negative values wrapped by size when
@@ -390,6 +441,7 @@ static tt_val index_scatter(tt_lower_ctx *c, tt_val x, tt_val upd, tt_val idx, i
 
 /* index_copy(self, dim, index, source): self[.., index[i], ..] = source[.., i, ..] */
 static tt_error *lower_index_copy(tt_lower_ctx *c) {
+  if (scalar_self(c)) return index_op_on_scalar(c, IX_COPY);
   tt_error *err;
   int64_t dim = index_source_args(c, true, &err);
   if (dim < 0) return err;
@@ -414,6 +466,7 @@ static tt_error *lower_index_reduce(tt_lower_ctx *c) {
   if (strcmp(reduce, "prod") && strcmp(reduce, "mean") && strcmp(reduce, "amax") && strcmp(reduce, "amin"))
     return tt_lc_decline(c, "reduce='%s' (torch raises)", reduce);
   bool include_self = tt_lc_bool(c, 5, true);
+  if (scalar_self(c)) return index_op_on_scalar(c, IX_REDUCE);
   tt_error *err;
   int64_t dim = index_source_args(c, false, &err);
   if (dim < 0) return err;

@@ -64,7 +64,11 @@ static tt_error *bsearch_impl(tt_lower_ctx *c, int seq_arg, int val_arg, int sid
   }
   int64_t m = s->sizes[s->ndim - 1], ns = 1;
   for (int i = 0; i < s->ndim; i++) ns *= s->sizes[i];
-  if (m == 0 || n == 0) return tt_lc_decline(c, "empty input");
+  tt_dtype odt = tt_lc_bool(c, 2, false) ? TT_I32 : TT_I64;
+  if (m == 0 || n == 0) { /* nothing to search: every value lands at 0 */
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(odt, vnd, vdims), 0));
+    return NULL;
+  }
   int64_t rows = s->ndim == 1 ? 1 : ns / m;
   int64_t bd_dims[2] = {rows, m}, v_dims[2] = {rows, n / rows};
   tt_val bd = tt_b_reshape(b, tt_lc_tensor(c, seq_arg), 2, bd_dims);
@@ -85,7 +89,7 @@ static tt_error *bsearch_impl(tt_lower_ctx *c, int seq_arg, int val_arg, int sid
     en = tt_b_select(b, stop, mid, en);
   }
   tt_val out = tt_b_reshape(b, st, vnd, vdims);
-  tt_lc_output(c, tt_b_convert(b, out, tt_lc_bool(c, 2, false) ? TT_I32 : TT_I64));
+  tt_lc_output(c, tt_b_convert(b, out, odt));
   return NULL;
 }
 
@@ -99,7 +103,48 @@ static tt_error *lower_bucketize(tt_lower_ctx *c) {
   return bsearch_impl(c, 1, 0, -1, -1);
 }
 
+/* isin(elements, test_elements, *, assume_unique, invert) (tensor/tensor
+ * and tensor/scalar forms): every element compared with every test element
+ * in their promoted dtype, as CPU does for small test sets (NaN is in
+ * nothing). */
+static tt_error *lower_isin(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *e = tt_lc_ref(c, 0);
+  if (!e || !e->storage) return tt_lc_decline(c, "elements not a device tensor");
+  int args[2] = {0, 1};
+  tt_dtype dt = tt_result_type(c, args, 2);
+  if (dt == TT_BOOL || tt_lc_ref(c, 0)->dtype == TT_BOOL) return tt_lc_decline(c, "bool (torch raises)");
+  int64_t ne = 1, nt = 1;
+  for (int i = 0; i < e->ndim; i++) ne *= e->sizes[i];
+  tt_val tv;
+  if (tt_lc_kind(c, 1) == TT_ARG_TENSOR && tt_lc_ref(c, 1)->storage) {
+    const tt_tensor_ref *t = tt_lc_ref(c, 1);
+    for (int i = 0; i < t->ndim; i++) nt *= t->sizes[i];
+    tv = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 1), dt), 1, &nt);
+  } else if (tt_lc_kind(c, 1) == TT_ARG_SCALAR) {
+    tv = tt_b_reshape(b, tt_lc_scalar(c, 1, dt), 1, &nt);
+  } else {
+    return tt_lc_decline(c, "test elements");
+  }
+  if (ne * nt > ((int64_t)1 << 24)) return tt_lc_decline(c, "too many comparisons");
+  bool invert = tt_lc_bool(c, 3, false);
+  tt_shape os = tt_shape_make(TT_BOOL, e->ndim, e->sizes);
+  if (ne == 0 || nt == 0) {
+    tt_lc_output(c, tt_b_full(b, os, invert ? 1 : 0));
+    return NULL;
+  }
+  int64_t d2[2] = {ne, nt}, m0 = 0, m1 = 1;
+  tt_val ev = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), dt), 1, &ne);
+  tt_val eq = tt_b_compare(b, "EQ", tt_b_broadcast_in_dim(b, ev, 2, d2, &m0),
+                           tt_b_broadcast_in_dim(b, tv, 2, d2, &m1));
+  tt_val any = tt_b_reduce(b, eq, tt_b_constant(b, TT_BOOL, 0), &m1, 1, "or");
+  if (invert) any = tt_b_unary(b, "not", any);
+  tt_lc_output(c, tt_b_reshape(b, any, e->ndim, e->sizes));
+  return NULL;
+}
+
 TT_LOWERINGS(search) = {
+    {lower_isin, {"isin.Tensor_Tensor", "isin.Tensor_Tensor_out", "isin.Tensor_Scalar", "isin.Tensor_Scalar_out"}},
     {lower_searchsorted, {"searchsorted.Tensor", "searchsorted.Tensor_out", "searchsorted.Scalar",
                           "searchsorted.Scalar_out"}},
     {lower_bucketize, {"bucketize.Tensor", "bucketize.Tensor_out", "bucketize.Scalar", "bucketize.Scalar_out"}},

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/indexing_common.h"
@@ -177,6 +178,7 @@ static tt_error *lower_roll(tt_lower_ctx *c) {
   if (nd < 0) nd = 0;
   if (ns > TT_MAX_DIMS || nd > TT_MAX_DIMS) return tt_lc_decline(c, "too many dims");
   tt_val x = tt_lc_tensor(c, 0);
+  if (ns == 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "`shifts` required");
   if (nd == 0) {
     if (ns != 1)
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "shifts and dimensions must align. shifts: %d, dims:%d", ns, nd);
@@ -601,6 +603,78 @@ static tt_error *lower_unfold_backward(tt_lower_ctx *c) {
                                g->dtype == TT_BOOL ? "or" : "add"));
   return NULL;
 }
+/* channel_shuffle(self, groups): (N, g, C/g, *) -> (N, C/g, g, *) -> (N, C, *).
+ * Invalid arguments go to CPU, which raises its own messages. */
+static tt_error *lower_channel_shuffle(tt_lower_ctx *c) {
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  if (!self || !self->storage) return tt_lc_decline(c, "CPU self");
+  int64_t g = tt_lc_int(c, 1, 1);
+  int nd = self->ndim;
+  if (nd < 3 || nd + 1 > TT_MAX_DIMS || g <= 0 || self->sizes[1] % g != 0)
+    return tt_lc_decline(c, "arguments CPU rejects");
+  tt_builder *b = tt_lc_builder(c);
+  int64_t split[TT_MAX_DIMS], perm[TT_MAX_DIMS];
+  split[0] = self->sizes[0];
+  split[1] = g;
+  split[2] = self->sizes[1] / g;
+  for (int i = 2; i < nd; i++) split[i + 1] = self->sizes[i];
+  for (int i = 0; i <= nd; i++) perm[i] = i;
+  perm[1] = 2;
+  perm[2] = 1;
+  tt_val x = tt_b_transpose(b, tt_b_reshape(b, tt_lc_tensor(c, 0), nd + 1, split), perm);
+  tt_lc_output(c, tt_b_reshape(b, x, nd, self->sizes));
+  return NULL;
+}
+
+/* im2col(self, kernel_size, dilation, padding, stride) (unfold): the
+ * zero-padded input's kernel windows as columns, [N, C*kh*kw, L], row
+ * c*kh*kw + i*kw + j holding tap (i, j) of channel c: strided slices of the
+ * padded input, stacked (data movement only). Arguments CPU rejects go there. */
+static tt_error *lower_im2col(tt_lower_ctx *c) {
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  if (!self || !self->storage) return tt_lc_decline(c, "CPU self");
+  int64_t k[2], d[2], pd[2], st[2];
+  if (tt_lc_int_list(c, 1, k, 2) != 2 || tt_lc_int_list(c, 2, d, 2) != 2 || tt_lc_int_list(c, 3, pd, 2) != 2 ||
+      tt_lc_int_list(c, 4, st, 2) != 2)
+    return tt_lc_decline(c, "argument lengths");
+  int nd = self->ndim;
+  if (nd != 3 && nd != 4) return tt_lc_decline(c, "rank");
+  int64_t N = nd == 4 ? self->sizes[0] : 1, C = self->sizes[nd - 3], H = self->sizes[nd - 2], W = self->sizes[nd - 1];
+  int64_t o[2], in[2] = {H, W};
+  for (int i = 0; i < 2; i++) {
+    if (k[i] <= 0 || d[i] <= 0 || st[i] <= 0 || pd[i] < 0) return tt_lc_decline(c, "arguments CPU rejects");
+    o[i] = (in[i] + 2 * pd[i] - (d[i] * (k[i] - 1) + 1)) / st[i] + 1;
+    if (o[i] <= 0 || in[i] + 2 * pd[i] < d[i] * (k[i] - 1) + 1) return tt_lc_decline(c, "empty output (torch raises)");
+  }
+  if (C == 0 || H == 0 || W == 0) return tt_lc_decline(c, "empty planes (torch raises)");
+  int64_t taps = k[0] * k[1], L = o[0] * o[1];
+  int64_t od[3] = {N, C * taps, L};
+  tt_builder *b = tt_lc_builder(c);
+  if (N == 0) {
+    tt_lc_output(c, tt_b_full(b, tt_shape_make(self->dtype, 3, od), 0));
+    return NULL;
+  }
+  if (taps > 1024) return tt_lc_decline(c, "kernel too large to unroll");
+  int64_t x4[4] = {N, C, H, W};
+  tt_val x = tt_b_reshape(b, tt_lc_tensor(c, 0), 4, x4);
+  int64_t lo[4] = {0, 0, pd[0], pd[1]}, hi[4] = {0, 0, pd[0], pd[1]};
+  x = tt_b_pad(b, x, tt_b_constant(b, self->dtype, 0), lo, hi, NULL);
+  tt_val *cols = malloc(sizeof(tt_val) * (size_t)taps);
+  if (!cols) return tt_lc_decline(c, "out of host memory");
+  int64_t one[4] = {N, C, 1, L};
+  for (int64_t i = 0; i < k[0]; i++)
+    for (int64_t j = 0; j < k[1]; j++) {
+      int64_t s0[4] = {0, 0, i * d[0], j * d[1]};
+      int64_t s1[4] = {N, C, i * d[0] + (o[0] - 1) * st[0] + 1, j * d[1] + (o[1] - 1) * st[1] + 1};
+      int64_t sd[4] = {1, 1, st[0], st[1]};
+      cols[i * k[1] + j] = tt_b_reshape(b, tt_b_slice(b, x, s0, s1, sd), 4, one);
+    }
+  tt_val r = tt_b_concat(b, cols, (int)taps, 2);
+  free(cols);
+  r = tt_b_reshape(b, r, nd == 4 ? 3 : 2, nd == 4 ? od : od + 1);
+  tt_lc_output(c, r);
+  return NULL;
+}
 
 
 TT_LOWERINGS(shape_ops) = {
@@ -620,5 +694,7 @@ TT_LOWERINGS(shape_ops) = {
     {lower_masked_scatter, {"masked_scatter", "masked_scatter_", "masked_scatter.out"}},
     {lower_histc, {"histc", "histc.out"}},
     {lower_unfold_backward, {"unfold_backward", "unfold_backward.out"}},
+    {lower_im2col, {"im2col", "im2col.out"}},
+    {lower_channel_shuffle, {"channel_shuffle", "channel_shuffle.out", "native_channel_shuffle"}},
     {NULL, {NULL}},
 };

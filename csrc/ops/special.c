@@ -132,7 +132,84 @@ static tt_val f_i0(tt_builder *b, tt_val x) { return bessel(b, x, 0, false); }
 static tt_val f_special_i0e(tt_builder *b, tt_val x) { return bessel(b, x, 0, true); }
 static tt_val f_special_i1(tt_builder *b, tt_val x) { return bessel(b, x, 1, false); }
 static tt_val f_special_i1e(tt_builder *b, tt_val x) { return bessel(b, x, 1, true); }
+/* special.modified_bessel_i1: the same expansion with the full coefficient
+ * sets at every precision, combined in CPU's order (0.5 (a - p)) |x| e^|x|
+ * below 8 and e^|x| (0.5 (b - p)) / sqrt|x| above. (modified_bessel_i0 is
+ * i0 exactly, also on CPU.) */
+static tt_val f_special_modified_bessel_i1(tt_builder *b, tt_val x) {
+  tt_val ax = uc_un(b, "abs", x), e = uc_un(b, "exponential", ax);
+  tt_val y_lo = uc_sub(b, uc_dvd(b, ax, uc_K(b, ax, 2)), uc_K(b, ax, 2));
+  tt_val lo = uc_mul(b, uc_mul(b, chebyshev(b, y_lo, I1E_A, 29), ax), e);
+  tt_val y_hi = uc_sub(b, uc_dvd(b, uc_K(b, ax, 32), ax), uc_K(b, ax, 2));
+  tt_val hi = uc_dvd(b, uc_mul(b, e, chebyshev(b, y_hi, I1E_B, 25)), uc_un(b, "sqrt", ax));
+  tt_val r = uc_sel(b, uc_cmp(b, "LE", ax, uc_K(b, ax, 8)), lo, hi);
+  return uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_un(b, "negate", r), r);
+}
+/* Modified Bessel functions of the second kind K0, K1 (and e^x K): Cephes'
+ * Chebyshev expansions in x^2 - 2 on (0, 2] (with the log(x/2) I term) and
+ * in 8/x - 2 above, as PyTorch's kernels; K(0) = inf, K(x < 0) = NaN. */
+static const double K0_A[] = {1.37446543561352307156e-16, 4.25981614279661018399e-14, 1.03496952576338420167e-11,
+                              1.90451637722020886025e-09, 2.53479107902614945675e-07, 2.28621210311945178607e-05,
+                              1.26461541144692592338e-03, 3.59799365153615016266e-02, 3.44289899924628486886e-01,
+                              -5.35327393233902768720e-01};
+static const double K0_B[] = {
+    5.30043377268626276149e-18, -1.64758043015242134646e-17, 5.21039150503902756861e-17,
+    -1.67823109680541210385e-16, 5.51205597852431940784e-16, -1.84859337734377901440e-15,
+    6.34007647740507060557e-15, -2.22751332699166985548e-14, 8.03289077536357521100e-14,
+    -2.98009692317273043925e-13, 1.14034058820847496303e-12, -4.51459788337394416547e-12,
+    1.85594911495471785253e-11, -7.95748924447710747776e-11, 3.57739728140030116597e-10,
+    -1.69753450938905987466e-09, 8.57403401741422608519e-09, -4.66048989768794782956e-08,
+    2.76681363944501510342e-07, -1.83175552271911948767e-06, 1.39498137188764993662e-05,
+    -1.28495495816278026384e-04, 1.56988388573005337491e-03, -3.14481013119645005427e-02,
+    2.44030308206595545468e+00};
+static const double K1_A[] = {-7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13,
+                              -1.41148839263352776110e-10, -2.21338763073472585583e-08, -2.43340614156596823496e-06,
+                              -1.73028895751305206302e-04, -6.97572385963986435018e-03, -1.22611180822657148235e-01,
+                              -3.53155960776544875667e-01, 1.52530022733894777053e+00};
+static const double K1_B[] = {
+    -5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.68946255844285935196e-17,
+    1.83809354436663880070e-16, -6.05704724837331885336e-16, 2.03870316562433424052e-15,
+    -7.01983709041831346144e-15, 2.47715442448130437068e-14, -8.97670518232499435011e-14,
+    3.34841966607842919884e-13, -1.28917396095102890680e-12, 5.13963967348173025100e-12,
+    -2.12996783842756842877e-11, 9.21831518760500529508e-11, -4.19035475934189648750e-10,
+    2.01504975519703286596e-09, -1.03457624656780970260e-08, 5.74108412545004946722e-08,
+    -3.50196060308781257119e-07, 2.40648494783721712015e-06, -1.93619797416608296024e-05,
+    1.95215518471351631108e-04, -2.85781685962277938680e-03, 1.03923736576817238437e-01,
+    2.72062619048444266945e+00};
+
+static tt_val bessel_k(tt_builder *b, tt_val x, int order, bool scaled) {
+  tt_val lx = uc_un(b, "log", uc_mul(b, uc_K(b, x, 0.5), x));
+  tt_val ylo = uc_sub(b, uc_mul(b, x, x), uc_K(b, x, 2));
+  tt_val lo;
+  if (order == 0) {
+    lo = uc_sub(b, chebyshev(b, ylo, K0_A, 10), uc_mul(b, lx, bessel(b, x, 0, false)));
+  } else {
+    lo = uc_add(b, uc_mul(b, lx, f_special_modified_bessel_i1(b, x)),
+                uc_dvd(b, chebyshev(b, ylo, K1_A, 11), x));
+  }
+  tt_val yhi = uc_sub(b, uc_dvd(b, uc_K(b, x, 8), x), uc_K(b, x, 2));
+  tt_val hi = chebyshev(b, yhi, order ? K1_B : K0_B, 25);
+  if (scaled) {
+    lo = uc_mul(b, lo, uc_un(b, "exponential", x));
+    hi = uc_dvd(b, hi, uc_un(b, "sqrt", x));
+  } else {
+    hi = uc_dvd(b, uc_mul(b, uc_un(b, "exponential", uc_un(b, "negate", x)), hi), uc_un(b, "sqrt", x));
+  }
+  tt_val r = uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 2)), lo, hi);
+  r = uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, 0)), uc_K(b, x, INFINITY), r);
+  return uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_K(b, x, NAN), r);
+}
+static tt_val f_special_modified_bessel_k0(tt_builder *b, tt_val x) { return bessel_k(b, x, 0, false); }
+static tt_val f_special_modified_bessel_k1(tt_builder *b, tt_val x) { return bessel_k(b, x, 1, false); }
+static tt_val f_special_scaled_modified_bessel_k0(tt_builder *b, tt_val x) { return bessel_k(b, x, 0, true); }
+static tt_val f_special_scaled_modified_bessel_k1(tt_builder *b, tt_val x) { return bessel_k(b, x, 1, true); }
+FLOAT_UNARY(special_modified_bessel_k0)
+FLOAT_UNARY(special_modified_bessel_k1)
+FLOAT_UNARY(special_scaled_modified_bessel_k0)
+FLOAT_UNARY(special_scaled_modified_bessel_k1)
+
 FLOAT_UNARY(i0)
+FLOAT_UNARY(special_modified_bessel_i1)
 FLOAT_UNARY(special_i0e)
 FLOAT_UNARY(special_i1)
 FLOAT_UNARY(special_i1e)
@@ -298,7 +375,11 @@ static tt_error *lower_logit(tt_lower_ctx *c) {
     tt_val hi = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, 1 - eps), out), cm);
     x = uc_sel(b, uc_cmp(b, "LT", x, lo), lo, uc_sel(b, uc_cmp(b, "GT", x, hi), hi, x));
   }
-  tt_val r = uc_un(b, "log", uc_dvd(b, x, uc_sub(b, uc_K(b, x, 1), x)));
+  /* PyTorch's CPU kernel computes 1 - x and the quotient in the tensor's
+   * dtype: for float16/bfloat16 each step rounds (only log runs in float). */
+  tt_val one_minus = tt_b_convert(b, tt_b_convert(b, uc_sub(b, uc_K(b, x, 1), x), out), cm);
+  tt_val q = tt_b_convert(b, tt_b_convert(b, uc_dvd(b, x, one_minus), out), cm);
+  tt_val r = uc_un(b, "log", q);
   tt_lc_output(c, tt_b_convert(b, r, out));
   return NULL;
 }
@@ -333,6 +414,14 @@ TT_LOWERINGS(special) = {
     FU(logit),
     {lower_logit_backward, {"logit_backward", "logit_backward.grad_input"}},
     FU(i0),
+    {lower_i0, {"special_modified_bessel_i0", "special_modified_bessel_i0.out"}},
+    {lower_special_modified_bessel_i1, {"special_modified_bessel_i1", "special_modified_bessel_i1.out"}},
+    {lower_special_modified_bessel_k0, {"special_modified_bessel_k0", "special_modified_bessel_k0.out"}},
+    {lower_special_modified_bessel_k1, {"special_modified_bessel_k1", "special_modified_bessel_k1.out"}},
+    {lower_special_scaled_modified_bessel_k0,
+     {"special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k0.out"}},
+    {lower_special_scaled_modified_bessel_k1,
+     {"special_scaled_modified_bessel_k1", "special_scaled_modified_bessel_k1.out"}},
     {lower_special_i0e, {"special_i0e", "special_i0e.out"}},
     {lower_special_i1, {"special_i1", "special_i1.out"}},
     {lower_special_i1e, {"special_i1e", "special_i1e.out"}},

@@ -62,7 +62,38 @@ static tt_val f_acosh(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.acosh",
 static tt_val f_atanh(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.atanh", x); }
 static tt_val f_erf(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.erf", x); }
 static tt_val f_erfc(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.erfc", x); }
-static tt_val f_erfinv(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.erf_inv", x); }
+/* erfinv: PyTorch's calc_erfinv (a rational first guess, then two Newton
+ * steps on erf), step for step: its gradient exp(erfinv(x)^2) magnifies any
+ * last-bit difference of another algorithm beyond float32 tolerance. */
+static tt_val poly_k(tt_builder *b, tt_val z, const double *k, int n) { /* k[n-1] z^(n-1) + ... */
+  tt_val r = uc_K(b, z, k[n - 1]);
+  for (int i = n - 2; i >= 0; i--) r = uc_add(b, uc_mul(b, r, z), uc_K(b, z, k[i]));
+  return r;
+}
+static tt_val f_erfinv(tt_builder *b, tt_val y) {
+  static const double A[4] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
+  static const double B[5] = {1.0, -2.118377725, 1.442710462, -0.329097515, 0.012229801};
+  static const double C[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
+  static const double D[3] = {1.0, 3.543889200, 1.637067800};
+  tt_val ay = uc_un(b, "abs", y);
+  tt_val z = uc_mul(b, y, y);
+  tt_val central = uc_dvd(b, uc_mul(b, y, poly_k(b, z, A, 4)), poly_k(b, z, B, 5));
+  tt_val zt = uc_un(b, "sqrt", uc_un(b, "negate", uc_un(b, "log", uc_dvd(b, uc_sub(b, uc_K(b, y, 1), ay), uc_K(b, y, 2)))));
+  tt_val num = poly_k(b, zt, C, 4);
+  tt_val signed_num = uc_sel(b, uc_sign_bit(b, y), uc_un(b, "negate", uc_un(b, "abs", num)), uc_un(b, "abs", num));
+  tt_val tail = uc_dvd(b, signed_num, poly_k(b, zt, D, 3));
+  tt_val x = uc_sel(b, uc_cmp(b, "LE", ay, uc_K(b, y, 0.7)), central, tail);
+  tt_val k = uc_K(b, y, 2.0 / sqrt(M_PI));
+  for (int i = 0; i < 2; i++) {
+    /* erf in float64 rounded back: as close to libm's erff as XLA gets */
+    tt_dtype dt = tt_b_dtype(b, x);
+    tt_val erf_x = tt_b_convert(b, uc_chlo(b, "chlo.erf", tt_b_convert(b, x, TT_F64)), dt);
+    tt_val e = uc_sub(b, erf_x, y);
+    x = uc_sub(b, x, uc_dvd(b, e, uc_mul(b, k, uc_un(b, "exponential", uc_un(b, "negate", uc_mul(b, x, x))))));
+  }
+  x = uc_sel(b, uc_cmp(b, "EQ", ay, uc_K(b, y, 1)), uc_mul(b, uc_copysign_one(b, y), uc_K(b, y, INFINITY)), x);
+  return uc_sel(b, uc_cmp(b, "GT", ay, uc_K(b, y, 1)), uc_K(b, y, NAN), x);
+}
 static tt_val f_reciprocal(tt_builder *b, tt_val x) { return uc_dvd(b, uc_K(b, x, 1), x); }
 
 FLOAT_UNARY(exp)
@@ -182,10 +213,23 @@ static tt_error *rounding(tt_lower_ctx *c, const char *op) {
 static tt_error *lower_floor(tt_lower_ctx *c) { return rounding(c, "floor"); }
 static tt_error *lower_ceil(tt_lower_ctx *c) { return rounding(c, "ceil"); }
 static tt_error *lower_trunc(tt_lower_ctx *c) { return rounding(c, "trunc"); }
+/* round(self, *, decimals): CPU's kernel scales by ten_pow = 10^|decimals|
+ * (in the tensor's dtype), rounds half to even, and scales back:
+ * decimals > 0: nearbyint(x * ten_pow) / ten_pow; else nearbyint(x / ten_pow) * ten_pow. */
 static tt_error *lower_round(tt_lower_ctx *c) {
-  if (tt_lc_nargs(c) > 1 && tt_lc_kind(c, 1) == TT_ARG_INT && tt_lc_int(c, 1, 0) != 0)
-    return tt_lc_decline(c, "round with decimals != 0");
-  return rounding(c, "round_nearest_even");
+  int64_t dec = tt_lc_nargs(c) > 1 && tt_lc_kind(c, 1) == TT_ARG_INT ? tt_lc_int(c, 1, 0) : 0;
+  if (dec == 0) return rounding(c, "round_nearest_even");
+  tt_dtype dt = uc_arg_dtype(c, 0);
+  if (!tt_dtype_is_floating(dt)) return tt_lc_decline(c, "round with decimals on %s", tt_dtype_name(dt));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = uc_read_as(c, 0, uc_opmath(dt));
+  double p = pow(10.0, (double)(dec > 0 ? dec : -dec));
+  if (uc_opmath(dt) == TT_F32) p = (double)(float)p;
+  tt_val k = uc_K(b, x, p);
+  tt_val r = dec > 0 ? uc_dvd(b, uc_un(b, "round_nearest_even", uc_mul(b, x, k)), k)
+                     : uc_mul(b, uc_un(b, "round_nearest_even", uc_dvd(b, x, k)), k);
+  tt_lc_output(c, tt_b_convert(b, r, dt));
+  return NULL;
 }
 
 /* frac: x - trunc(x); floating only. */
