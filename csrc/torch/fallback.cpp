@@ -76,6 +76,10 @@ c10::TypeKind list_elem_kind(const c10::TypePtr& type) {
   return e->kind();
 }
 
+// Thrown while converting arguments: the op runs through the CPU fallback
+// instead (which also raises PyTorch's own errors for such arguments).
+struct NotNative {};
+
 tt_scalar to_scalar(const c10::IValue& v) {
   tt_scalar s{TT_SCALAR_INT, 0, 0};
   if (v.isBool()) s = {TT_SCALAR_BOOL, v.toBool(), 0};
@@ -83,12 +87,12 @@ tt_scalar to_scalar(const c10::IValue& v) {
   else if (v.isSymInt()) s = {TT_SCALAR_INT, v.toSymInt().guard_int(__FILE__, __LINE__), 0};
   else if (v.isDouble()) s = {TT_SCALAR_FLOAT, 0, v.toDouble()};
   else if (v.isSymFloat()) s = {TT_SCALAR_FLOAT, 0, v.toSymFloat().guard_float(__FILE__, __LINE__)};
+  else if (v.isComplexDouble()) throw NotNative{};  // no complex dtypes on tpu
   else TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: unsupported scalar value ", v.tagKind());
   return s;
 }
 
 // Why an op must not run natively or on CPU here; nullptr if fine.
-struct NotNative {};
 
 tt_tensor_ref* describe(ArgArena& arena, const at::Tensor& t, c10::DeviceIndex* device,
                         bool allow_cpu_upload, const char* op) {

@@ -10,7 +10,6 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .. import _graph
 from . import _report
-from ._passes import move_host_scalars_into_foreach
 from ._support import node_runs_natively, overload_name
 
 
@@ -45,7 +44,6 @@ class CompiledGraph:
 
     def __init__(self, gm, kind, report, options):
         self.options = options
-        move_host_scalars_into_foreach(gm)
         ops = _aten_ops(gm)
         eager = [n for n in ops if not node_runs_natively(n)]
         if eager and options.fallback == "raise":
