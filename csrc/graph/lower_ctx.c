@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/grow.h"
 #include "graph/program.h"
 #include "graph/storage.h"
 #include "graph/view.h"
@@ -44,16 +45,7 @@ struct tt_lower_ctx {
   const tt_region_binding *bind; /* fused replay: values come from the region */
 };
 
-#define GROW(ptr, n, cap)                                           \
-  do {                                                              \
-    if ((n) == (cap)) {                                             \
-      int new_cap_ = (cap) ? (cap) * 2 : 8;                         \
-      void *p_ = realloc((ptr), (size_t)new_cap_ * sizeof *(ptr));  \
-      if (!p_) abort();                                             \
-      (ptr) = p_;                                                   \
-      (cap) = new_cap_;                                             \
-    }                                                               \
-  } while (0)
+#define GROW(ptr, n, cap) TT_GROW(ptr, n, cap, 8)
 
 /* ------------------------------------------------------------ accessors */
 

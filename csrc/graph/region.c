@@ -1,5 +1,6 @@
 /* The fused region: recording ops, loop detection, and the flush that
  * compiles the recorded ops as one program (see region.h). */
+#include "graph/grow.h"
 #include "graph/region.h"
 
 #include <pthread.h>
@@ -82,16 +83,7 @@ static struct {
   tt_region_stats stats;
 } R = {.lock = PTHREAD_MUTEX_INITIALIZER, .max_ops = 0};
 
-#define GROW(ptr, n, cap)                                          \
-  do {                                                             \
-    if ((n) == (cap)) {                                            \
-      int new_cap_ = (cap) ? (cap) * 2 : 64;                       \
-      void *p_ = realloc((ptr), (size_t)new_cap_ * sizeof *(ptr)); \
-      if (!p_) abort();                                            \
-      (ptr) = p_;                                                  \
-      (cap) = new_cap_;                                            \
-    }                                                              \
-  } while (0)
+#define GROW(ptr, n, cap) TT_GROW(ptr, n, cap, 64)
 
 static const char *const reason_names[TT_FLUSH_REASONS] = {
     "sync", "host_read", "outside_write", "loop_boundary", "size_cap", "device_change",
