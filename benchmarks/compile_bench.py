@@ -3,8 +3,9 @@ machine is shared and noisy; absolute times are context only).
 
 Workloads: training step (forward, backward, AdamW) of minGPT and of the
 Llama-style decoder stack, inference of the ResNet-18-style convnet.
-Variants: CPU eager, tpu eager (Strict), torch.compile(backend="tpu") on
-tpu, torch.compile (Inductor) on CPU. Also the compile time of each graph
+Variants: CPU eager, tpu eager (the default mode, Fused),
+torch.compile(backend="tpu") on tpu, torch.compile (Inductor) on CPU; their
+steps are interleaved round by round. Also the compile time of each graph
 the tpu backend built: cold (first compile in this process) and warm (after
 torch._dynamo.reset(), so Dynamo and AOTAutograd trace again while the
 program cache is warm).
@@ -33,19 +34,6 @@ from models.resnet import ResNet18  # noqa: E402
 def _sync(device):
     if device == "tpu":
         torch.tpu.synchronize()
-
-
-def _time_ms(fn, device, steps, warmup):
-    for _ in range(warmup):
-        fn()
-    _sync(device)
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def train_step_fn(model, device, backend, batch, seq, vocab):
@@ -84,27 +72,36 @@ VARIANTS = [("cpu eager", "cpu", None), ("tpu eager", "tpu", None),
             ("tpu compiled", "tpu", "tpu"), ("cpu inductor", "cpu", "inductor")]
 
 
-def bench(name, make_step, variants, steps, warmup):
-    row = {}
-    compile_times = None
+def bench(make_step, variants, steps, warmup):
+    """Median step time per variant, the variants interleaved round by round
+    so that load changes on the shared machine hit them alike."""
+    torch._dynamo.reset()
+    fns, compile_times, first = {}, None, None
     for label, device, backend in variants:
+        tc.reset_reports()
+        fns[label] = (make_step(device, backend), device)
+        t0 = time.perf_counter()
+        fns[label][0]()
+        _sync(device)
+        if backend == "tpu":
+            first, cold = time.perf_counter() - t0, _graph_times()
+        for _ in range(warmup):
+            fns[label][0]()
+        _sync(device)
+    times = {label: [] for label in fns}
+    for _ in range(steps):
+        for label, (fn, device) in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            _sync(device)
+            times[label].append((time.perf_counter() - t0) * 1e3)
+    if first is not None:
         torch._dynamo.reset()
         tc.reset_reports()
-        step = make_step(device, backend)
-        t0 = time.perf_counter()
-        step()
-        _sync(device)
-        first = time.perf_counter() - t0
-        row[label] = _time_ms(step, device, steps, warmup)
-        if backend == "tpu":
-            cold = _graph_times()
-            torch._dynamo.reset()
-            tc.reset_reports()
-            make_step(device, backend)()
-            _sync(device)
-            warm = _graph_times()
-            compile_times = (cold, warm, first)
-    return row, compile_times
+        make_step("tpu", "tpu")()
+        _sync("tpu")
+        compile_times = (cold, _graph_times(), first)
+    return {label: statistics.median(t) for label, t in times.items()}, compile_times
 
 
 def _graph_times():
@@ -123,7 +120,7 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer steps")
     p.add_argument("--no-inductor", action="store_true", help="skip torch.compile on CPU")
     a = p.parse_args()
-    steps, warmup = (3, 1) if a.quick else (8, 3)
+    steps, warmup = (3, 1) if a.quick else (10, 3)
     variants = [v for v in VARIANTS if not (a.no_inductor and v[2] == "inductor")]
     torch.manual_seed(0)
     gpt = GPT(GPTConfig(vocab_size=96, block_size=64, n_layer=2, n_head=4, n_embd=128))
@@ -140,7 +137,7 @@ def main():
     ]
     results = []
     for name, make in workloads:
-        row, ct = bench(name, make, variants, steps, warmup)
+        row, ct = bench(make, variants, steps, warmup)
         results.append((name, row, ct))
         print(f"... {name}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in row.items()), flush=True)
 

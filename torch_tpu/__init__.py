@@ -45,6 +45,9 @@ _modes._init_from_environment()
 
 def _mark_step(optimizer, args, kwargs):
     # a training step ends at a tpu optimizer's step(): per-step program counts
+    # (not inside a torch.compile'd step: Dynamo cannot trace the C call)
+    if torch.compiler.is_compiling():
+        return
     for group in optimizer.param_groups:
         for p in group["params"]:
             if p.device.type == "tpu":

@@ -16,6 +16,7 @@
 #include "graph/explain.h"
 #include "graph/key_buf.h"
 #include "graph/persistent.h"
+#include "graph/replay.h"
 #include "graph/storage.h"
 
 /* ------------------------------------------------------------ state */
@@ -79,11 +80,21 @@ static struct {
   tt_key_buf key;   /* region key so far */
   tt_arena arena;   /* recorded arguments */
   int capture_depth;
+  uint64_t flushes_at_capture; /* flush count when the outermost capture began */
+  struct replay_request *replay_req; /* set while capture_end builds a replay */
   int max_ops;
   tt_region_stats stats;
 } R = {.lock = PTHREAD_MUTEX_INITIALIZER, .max_ops = 0};
 
 #define GROW(ptr, n, cap) TT_GROW(ptr, n, cap, 64)
+
+/* What capture_end_replay asks of the capture's flush. */
+struct replay_request {
+  const tt_tensor_ref *args, *outs;
+  int n_args, n_outs;
+  tt_replay *replay;
+  const char *why_not;
+};
 
 static const char *const reason_names[TT_FLUSH_REASONS] = {
     "sync", "host_read", "outside_write", "loop_boundary", "size_cap", "device_change",
@@ -592,6 +603,43 @@ static tt_error *launch_region(region_program *rp, const bool *donate) {
   return err;
 }
 
+/* Describes the launch just made for replay_req (before the region resets). */
+static void make_replay(const region_program *rp, const bool *donate) {
+  struct replay_request *req = R.replay_req;
+  tt_launch_param *params = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *params);
+  tt_storage **results = calloc((size_t)(rp->n_outs ? rp->n_outs : 1), sizeof *results);
+  if (!params || !results) {
+    req->why_not = "out of host memory";
+  } else {
+    for (int i = 0; i < rp->n_params; i++) {
+      const region_param *pp = &rp->params[i];
+      tt_launch_param *lp = &params[i];
+      lp->dtype = pp->dtype;
+      if (pp->kind == RPARAM_SLOT) {
+        lp->kind = TT_LAUNCH_STORAGE;
+        lp->storage = R.slots[pp->index].storage;
+        lp->numel = R.slots[pp->index].numel;
+        lp->donated = donate[pp->index];
+      } else {
+        const param_value *pv = &R.values[pp->index];
+        lp->kind = pv->is_rng ? TT_LAUNCH_RNG : TT_LAUNCH_VALUE;
+        memcpy(lp->bytes, pv->bytes, sizeof lp->bytes);
+      }
+    }
+    for (int o = 0; o < rp->n_outs; o++) results[o] = R.slots[rp->out_slots[o]].storage;
+    tt_launch_record rec = {rp->exe, rp, R.device, params, rp->n_params, results, rp->n_outs};
+    req->replay = tt_replay_new(&rec, req->args, req->n_args, req->outs, req->n_outs, &req->why_not);
+  }
+  free(params);
+  free(results);
+}
+
+static uint64_t total_flushes(void) {
+  uint64_t n = 0;
+  for (int r = 0; r < TT_FLUSH_REASONS; r++) n += R.stats.flushes[r];
+  return n;
+}
+
 static tt_error *flush_locked(tt_flush_reason reason) {
   if (R.n_ops == 0) return NULL;
   R.stats.flushes[reason]++;
@@ -645,6 +693,7 @@ static tt_error *flush_locked(tt_flush_reason reason) {
     }
   }
   if (!err) err = launch_region(rp, donate);
+  if (!err && R.replay_req) make_replay(rp, donate);
   free(donate);
   reset_region();
   if (!err && tt_get_synchronous()) err = tt_runtime_synchronize(tt_core_runtime());
@@ -671,7 +720,7 @@ tt_error *tt_storage_sync(tt_storage *s, bool for_write) {
 tt_error *tt_region_capture_begin(void) {
   pthread_mutex_lock(&R.lock);
   tt_error *err = R.capture_depth ? NULL : flush_locked(TT_FLUSH_CAPTURE);
-  if (!err) R.capture_depth++;
+  if (!err && R.capture_depth++ == 0) R.flushes_at_capture = total_flushes();
   pthread_mutex_unlock(&R.lock);
   return err;
 }
@@ -681,5 +730,27 @@ tt_error *tt_region_capture_end(void) {
   tt_error *err = NULL;
   if (R.capture_depth > 0 && --R.capture_depth == 0) err = flush_locked(TT_FLUSH_CAPTURE);
   pthread_mutex_unlock(&R.lock);
+  return err;
+}
+
+tt_error *tt_region_capture_end_replay(const tt_tensor_ref *args, int n_args,
+                                       const tt_tensor_ref *outs, int n_outs, tt_replay **replay,
+                                       const char **why_not) {
+  struct replay_request req = {args, outs, n_args, n_outs, NULL, NULL};
+  pthread_mutex_lock(&R.lock);
+  tt_error *err = NULL;
+  if (R.capture_depth != 1) req.why_not = "the capture is nested";
+  else if (total_flushes() != R.flushes_at_capture) req.why_not = "the graph ran as more than one program";
+  else if (R.n_ops == 0) req.why_not = "the graph recorded no ops";
+  else R.replay_req = &req;
+  if (R.capture_depth > 0 && --R.capture_depth == 0) err = flush_locked(TT_FLUSH_CAPTURE);
+  R.replay_req = NULL;
+  pthread_mutex_unlock(&R.lock);
+  if (err) {
+    tt_replay_free(req.replay);
+    req.replay = NULL;
+  }
+  *replay = req.replay;
+  *why_not = req.why_not;
   return err;
 }

@@ -50,6 +50,14 @@ tt_error *tt_region_flush(tt_flush_reason reason);
 tt_error *tt_region_capture_begin(void);
 tt_error *tt_region_capture_end(void);
 
+/* capture_end for a graph called with args that returned outs (see
+ * replay.h): when the capture ran as one program, *replay is a replay of it
+ * (caller frees); otherwise NULL with *why_not saying why. */
+typedef struct tt_replay tt_replay;
+tt_error *tt_region_capture_end_replay(const tt_tensor_ref *args, int n_args,
+                                       const tt_tensor_ref *outs, int n_outs, tt_replay **replay,
+                                       const char **why_not);
+
 /* Maximum ops per region (TORCH_TPU_FUSED_MAX_OPS, default 2048). */
 void tt_region_set_max_ops(int n);
 

@@ -17,6 +17,7 @@ void register_hooks();
 void register_table_routed_ops();
 std::map<std::string, int64_t> fallback_report();
 void reset_fallback_report();
+void register_replay(py::module_& m);
 }  // namespace torch_tpu
 
 namespace {
@@ -123,6 +124,7 @@ PYBIND11_MODULE(_C, m) {
     drain_explanations();
     raise_if_error(err);
   });
+  register_replay(m);
   m.def("_set_explain", [](bool on) { tt_set_explain(on); });
   m.def("_set_fused_max_ops", [](int n) { tt_region_set_max_ops(n); });
   m.def("_mark_step", []() { tt_mark_step(); });

@@ -129,6 +129,8 @@ def test_training_parity(make):
     assert fw[0].partitions == [fw[0].ops] and bw[0].partitions == [bw[0].ops]
     assert fw[0].calls == 3 and bw[0].calls == 3
     assert fw[0].programs == 1 and bw[0].programs == 1
+    # Calls after the first launch the kept program directly (no dispatch).
+    assert fw[0].replays == 2 and bw[0].replays == 2, (fw[0].replay_why_not, bw[0].replay_why_not)
 
 
 def test_llama_inference_parity():
@@ -300,3 +302,71 @@ def test_compiled_optimizer_step():
         close(q, p)
     assert graphs(), "the optimizer step was not compiled"
     assert all(not g.eager_ops for g in graphs())
+
+
+# -- replay (the fast path of later calls) ----------------------------------
+
+def test_replay_draws_new_random_numbers_each_call():
+    f = torch.compile(lambda x: torch.nn.functional.dropout(x, 0.5, training=True), backend="tpu")
+    x = torch.ones(4000, device="tpu")
+    outs = [f(x).cpu() for _ in range(4)]
+    assert graphs()[0].replays == 3
+    for o in outs:
+        kept = o != 0
+        assert 0.45 < kept.float().mean().item() < 0.55
+        assert torch.equal(o[kept], torch.full_like(o[kept], 2.0))
+    masks = {tuple((o != 0).tolist()) for o in outs}
+    assert len(masks) == 4, "a replay reused the random numbers of an earlier call"
+
+
+def test_replay_updates_mutated_inputs():
+    torch.manual_seed(0)
+    cpu = nn.BatchNorm1d(6)
+    tpu = copy.deepcopy(cpu).to("tpu")
+    f = torch.compile(tpu, backend="tpu")
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(10, 6)
+            close(f(x.tpu()), cpu(x))
+    close(tpu.running_mean, cpu.running_mean)
+    close(tpu.running_var, cpu.running_var)
+    assert tpu.num_batches_tracked.item() == 4
+    assert graphs()[0].replays == 3
+
+
+def test_replay_outputs_that_alias_inputs():
+    def g(x, y):
+        x.add_(1)
+        return x.view(-1), y * 2, x[1:]
+
+    cg = torch.compile(g, backend="tpu")
+    with torch.no_grad():
+        for i in range(3):
+            xc, yc = torch.arange(6.).reshape(2, 3) + i, torch.randn(3)
+            xt, yt = xc.tpu(), yc.tpu()
+            got, want = cg(xt, yt), g(xc, yc)
+            for a, b in zip(got, want):
+                close(a, b)
+            close(xt, xc)
+            got[0][0] = 100.0  # the outputs share the argument's storage
+            assert xt[0, 0].item() == 100.0 and got[2].untyped_storage().data_ptr() == xt.untyped_storage().data_ptr()
+    assert graphs()[0].replays == 2
+
+
+def test_replay_refuses_another_layout():
+    from torch_tpu import _graph
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    args = [a.tpu(), b.tpu()]
+    with _graph.capture(replay_args=args) as cap:
+        cap.outputs = [args[0] @ args[1] + 1]
+    assert cap.replay is not None, cap.replay_why_not
+    a2, b2 = torch.randn(4, 4), torch.randn(4, 4)
+    out = _graph.replay(cap.replay, [a2.tpu(), b2.tpu()])
+    close(out[0], a2 @ b2 + 1)
+    assert _graph.replay(cap.replay, [a2.tpu().t(), b2.tpu()]) is None  # other strides
+    assert _graph.replay(cap.replay, [torch.randn(4, 5).tpu(), b2.tpu()]) is None  # other sizes
+    same = a2.tpu()
+    assert _graph.replay(cap.replay, [same, same]) is None  # aliasing differs
+    with _graph.capture(replay_args=[a.tpu(), 2.0]) as cap2:
+        cap2.outputs = [a.tpu() * 2.0]
+    assert cap2.replay is None and "neither a tpu tensor" in cap2.replay_why_not

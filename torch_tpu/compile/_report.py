@@ -20,12 +20,16 @@ class GraphReport:
     breaks: list = dataclasses.field(default_factory=list)  # (op, reason) of the latest call
     buckets: dict = dataclasses.field(default_factory=dict)  # bucketed size -> calls
     bucketing: str = "static"             # static | bucketed | exact (why, when not bucketed)
+    replays: int = 0                      # calls that launched the kept program directly
+    replay_why_not: str = ""              # why calls are not replayed (empty: they are)
 
     def summary(self) -> str:
         parts = "+".join(str(p) for p in self.partitions) or "0"
         line = (f"{self.kind}: {self.ops} ops in {len(self.partitions)} part(s) [{parts}], "
                 f"programs/call={self.programs}, compiles={self.compiles}, calls={self.calls}, "
-                f"first call {self.first_call_s * 1e3:.0f} ms")
+                f"first call {self.first_call_s * 1e3:.0f} ms, replays={self.replays}")
+        if self.replay_why_not:
+            line += f" (not replayed: {self.replay_why_not})"
         if self.eager_ops:
             line += f", eager ops: {', '.join(sorted(set(self.eager_ops)))}"
         if self.breaks:

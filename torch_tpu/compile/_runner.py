@@ -13,6 +13,9 @@ from . import _report
 from ._support import node_runs_natively, overload_name
 
 
+_MAX_REPLAYS = 4
+
+
 class _Support(OperatorSupportBase):
     def is_node_supported(self, submodules, node):
         return node.op == "call_function" and node_runs_natively(node)
@@ -24,16 +27,28 @@ def _aten_ops(gm):
 
 
 class _CapturedPart(torch.nn.Module):
-    """Runs a lowerable part inside one capture region and tallies it."""
+    """Runs a lowerable part inside one capture region and tallies it. When
+    the part is the whole graph it also keeps replays of its program (up to
+    _MAX_REPLAYS argument layouts): later calls launch the program directly
+    instead of dispatching every op again."""
 
-    def __init__(self, gm, tally):
+    def __init__(self, gm, tally, whole_graph=False):
         super().__init__()
         self.gm = gm
         self.tally = tally
+        self.replays = []  # (handle, output container type)
+        self.replay_why_not = "" if whole_graph else "the graph is split into parts"
 
     def forward(self, *args):
-        with _graph.capture() as cap:
+        want = not self.replay_why_not and len(self.replays) < _MAX_REPLAYS
+        with _graph.capture(replay_args=args if want else None) as cap:
             out = self.gm(*args)
+            cap.outputs = out
+        if want:
+            if cap.replay is not None:
+                self.replays.append((cap.replay, type(out)))
+            else:  # a property of the graph, not of these arguments: stop trying
+                self.replay_why_not = cap.replay_why_not or "no outputs list"
         self.tally(cap)
         return out
 
@@ -57,7 +72,7 @@ class CompiledGraph:
         self._programs = self._breaks = None
         if not eager:
             self.graph_report.partitions = [len(ops)]
-            self.module = _CapturedPart(gm, self._tally)
+            self.module = _CapturedPart(gm, self._tally, whole_graph=True)
         else:
             self.module = self._partition(gm)
 
@@ -82,6 +97,15 @@ class CompiledGraph:
         self.graph_report.compiles += getattr(cap, "compiles", 0)
 
     def run(self, args):
+        if isinstance(self.module, _CapturedPart):
+            for handle, container in self.module.replays:
+                out = _graph.replay(handle, args)
+                if out is not None:
+                    self.graph_report.calls += 1
+                    self.graph_report.replays += 1
+                    self.graph_report.programs = 1
+                    self.graph_report.breaks = []
+                    return container(out)
         self._programs, self._breaks = 0, []
         first = self.graph_report.calls == 0
         t0 = time.perf_counter() if first else 0.0
@@ -89,6 +113,8 @@ class CompiledGraph:
         r = self.graph_report
         r.calls += 1
         r.programs, r.breaks = self._programs, list(self._breaks)
+        if isinstance(self.module, _CapturedPart):
+            r.replay_why_not = self.module.replay_why_not
         if first:
             r.first_call_s = time.perf_counter() - t0
             if _report.log_enabled(self.options):
