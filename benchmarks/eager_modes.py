@@ -88,22 +88,25 @@ sys.path.insert(0, {examples!r})
 from models.mingpt import GPT, GPTConfig
 torch_tpu.set_eager_mode({mode!r})
 torch.manual_seed(0)
-model = GPT(GPTConfig(vocab_size=96, block_size=64, n_layer=2, n_head=4, n_embd=128)).to('tpu')
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-x = torch.randint(0, 96, (16, 64)).to('tpu'); y = torch.randint(0, 96, (16, 64)).to('tpu')
+dev = {device!r}
+model = GPT(GPTConfig(vocab_size=96, block_size=64, n_layer=2, n_head=4, n_embd=128)).to(dev)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)  # imports torch._dynamo (PyTorch's cost)
+x = torch.randint(0, 96, (16, 64)).to(dev); y = torch.randint(0, 96, (16, 64)).to(dev)
+t_ready = time.perf_counter()
 for _ in range(2):  # the first step, and the second (the first fused loop boundary)
     _, loss = model(x, y); opt.zero_grad(); loss.backward(); opt.step()
 loss.item()
 s = torch_tpu.cache_stats()
 print(json.dumps({{"seconds": time.perf_counter() - t0,
                   "after_import": time.perf_counter() - t_imported,
+                  "steps": time.perf_counter() - t_ready,
                   "compiles": sum(s["compiles_by_mode"].values()),
                   "disk_loads": s["persistent"]["loads"]}}))
 """
 
 
-def first_steps(mode, cache_dir):
-    code = FIRST_STEP.format(examples=os.path.join(ROOT, "examples"), mode=mode)
+def first_steps(mode, cache_dir, device="tpu"):
+    code = FIRST_STEP.format(examples=os.path.join(ROOT, "examples"), mode=mode, device=device)
     env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache_dir,
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -111,39 +114,8 @@ def first_steps(mode, cache_dir):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=10)
-    a = p.parse_args()
-    rows = {}
-    for name in ("minGPT", "Llama"):
-        for mode in ("strict", "fused"):
-            rows[name, mode] = measure(name, mode, a.steps)
-    print("(a) training step, Fused vs Strict eager (median of %d steps after warm-up)" % a.steps)
-    for name in ("minGPT", "Llama"):
-        s, f = rows[name, "strict"], rows[name, "fused"]
-        print(f"    {name:7s} strict {s['ms']:7.1f} ms   fused {f['ms']:7.1f} ms   "
-              f"speedup {s['ms'] / f['ms']:.2f}x   (loss strict {s['loss']:.6f} fused {f['loss']:.6f})")
-    print("(c) after warm-up: new compiles over the timed steps / programs launched per step")
-    for (name, mode), r in rows.items():
-        print(f"    {name:7s} {mode:6s} new compiles {r['new_compiles']}, distinct programs per step "
-              f"{r['programs_per_step']}, launches per step {r['launches_per_step']}")
-    print("(d) peak device buffer memory during the timed steps")
-    for name in ("minGPT", "Llama"):
-        s, f = rows[name, "strict"], rows[name, "fused"]
-        print(f"    {name:7s} strict {s['peak_buffer_mb']:.2f} MiB   fused {f['peak_buffer_mb']:.2f} MiB   "
-              f"ratio fused/strict {f['peak_buffer_mb'] / s['peak_buffer_mb']:.2f}")
-    print("(b) fresh process to the end of the 2nd minGPT training step, persistent cache cold vs warm")
-    for mode in ("strict", "fused"):
-        with tempfile.TemporaryDirectory(prefix="torch_tpu_bench_cache_") as d:
-            cold = first_steps(mode, d)
-            warm = first_steps(mode, d)
-        print(f"    {mode:6s} cold {cold['seconds']:.2f} s ({cold['compiles']} compiles)   "
-              f"warm {warm['seconds']:.2f} s ({warm['compiles']} compiles, {warm['disk_loads']} "
-              f"loaded from disk)   warm/cold {warm['seconds'] / cold['seconds']:.0%}; "
-              f"after `import torch, torch_tpu`: cold {cold['after_import']:.2f} s, warm "
-              f"{warm['after_import']:.2f} s, warm/cold {warm['after_import'] / cold['after_import']:.0%}")
-
+def time_to_first_steps():
+    time_to_first_steps()
 
 if __name__ == "__main__":
     main()

@@ -29,7 +29,6 @@ import time
 import torch
 
 from . import _report
-from ._buckets import BucketedGraph, bucketing_plan
 from ._report import last_report, reports, reset_reports
 from ._runner import CompiledGraph
 from ._support import decompositions
@@ -68,6 +67,7 @@ class Options:
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **_ignored):
     """The Dynamo backend registered as "tpu"."""
     from torch._functorch.aot_autograd import aot_module_simplified
+    from ._buckets import BucketedGraph, bucketing_plan  # imports sympy: only when compiling
     opts = Options.parse(options)
     report = _report.new_report()
     t0 = time.perf_counter()
