@@ -115,7 +115,52 @@ def first_steps(mode, cache_dir, device="tpu"):
 
 
 def time_to_first_steps():
+    print("(b) fresh process to the end of the 2nd minGPT training step, persistent cache cold vs "
+          "warm;\n    'steps' is the part after imports, model and optimizer set-up (what the "
+          "cache can change)")
+    with tempfile.TemporaryDirectory(prefix="torch_tpu_bench_cache_") as d:
+        cpu = first_steps("strict", d, device="cpu")
+    print(f"    cpu eager (reference): whole process {cpu['seconds']:.2f} s, steps {cpu['steps']:.2f} s")
+    for mode in ("strict", "fused"):
+        with tempfile.TemporaryDirectory(prefix="torch_tpu_bench_cache_") as d:
+            cold = first_steps(mode, d)
+            warm = first_steps(mode, d)
+        print(f"    {mode:6s} cold {cold['seconds']:.2f} s ({cold['compiles']} compiles), warm "
+              f"{warm['seconds']:.2f} s ({warm['compiles']} compiles, {warm['disk_loads']} loaded "
+              f"from disk): whole process warm/cold {warm['seconds'] / cold['seconds']:.0%}; "
+              f"after imports {warm['after_import'] / cold['after_import']:.0%}; steps cold "
+              f"{cold['steps']:.2f} s, warm {warm['steps']:.2f} s, warm/cold "
+              f"{warm['steps'] / cold['steps']:.0%}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--first-step-only", action="store_true", help="only (b)")
+    a = p.parse_args()
+    if a.first_step_only:
+        time_to_first_steps()
+        return
+    rows = {}
+    for name in ("minGPT", "Llama"):
+        for mode in ("strict", "fused"):
+            rows[name, mode] = measure(name, mode, a.steps)
+    print("(a) training step, Fused vs Strict eager (median of %d steps after warm-up)" % a.steps)
+    for name in ("minGPT", "Llama"):
+        s, f = rows[name, "strict"], rows[name, "fused"]
+        print(f"    {name:7s} strict {s['ms']:7.1f} ms   fused {f['ms']:7.1f} ms   "
+              f"speedup {s['ms'] / f['ms']:.2f}x   (loss strict {s['loss']:.6f} fused {f['loss']:.6f})")
+    print("(c) after warm-up: new compiles over the timed steps / programs launched per step")
+    for (name, mode), r in rows.items():
+        print(f"    {name:7s} {mode:6s} new compiles {r['new_compiles']}, distinct programs per step "
+              f"{r['programs_per_step']}, launches per step {r['launches_per_step']}")
+    print("(d) peak device buffer memory during the timed steps")
+    for name in ("minGPT", "Llama"):
+        s, f = rows[name, "strict"], rows[name, "fused"]
+        print(f"    {name:7s} strict {s['peak_buffer_mb']:.2f} MiB   fused {f['peak_buffer_mb']:.2f} MiB   "
+              f"ratio fused/strict {f['peak_buffer_mb'] / s['peak_buffer_mb']:.2f}")
     time_to_first_steps()
+
 
 if __name__ == "__main__":
     main()
