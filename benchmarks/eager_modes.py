@@ -40,43 +40,58 @@ def make(model_name):
     return model, x, y
 
 
-def measure(model_name, mode, steps, warmup=4):
-    """Median step time (ms), compiles and launches in the last step, peak
-    device buffer bytes over the timed steps."""
+def _trainer(model_name, mode):
     with torch_tpu.eager_mode(mode):
         model, x, y = make(model_name)
         model.to("tpu")
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         x, y = x.to("tpu"), y.to("tpu")
 
-        def step():
+    def step():
+        with torch_tpu.eager_mode(mode):
             _, loss = model(x, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             return loss
+    return step
 
+
+def measure(model_name, steps, warmup=4):
+    """Per mode: median step time (ms; the modes' steps interleaved round by
+    round so load changes hit both alike), compiles over the timed steps,
+    programs and launches in the last step, peak device buffer bytes of a
+    step (measured alone)."""
+    modes = ("strict", "fused")
+    steppers = {m: _trainer(model_name, m) for m in modes}
+    for m in modes:
         for _ in range(warmup):  # warm up exactly as the timed steps run
-            step()
+            steppers[m]()
+        torch.tpu.synchronize()
+    compiles0 = torch_tpu.cache_stats()["compiles_by_mode"]
+    times = {m: [] for m in modes}
+    rows = {m: {} for m in modes}
+    for _ in range(steps):
+        for m in modes:
+            t0 = time.perf_counter()
+            steppers[m]()
+            torch.tpu.synchronize()
+            times[m].append((time.perf_counter() - t0) * 1e3)
+    compiles1 = torch_tpu.cache_stats()["compiles_by_mode"]
+    for m in modes:  # one mode alone: per-step counts and memory are its own
+        for _ in range(2):
+            steppers[m]()
             torch.tpu.synchronize()
         torch.tpu.reset_peak_memory_stats()
-        compiles0 = sum(torch_tpu.cache_stats()["compiles_by_mode"].values())
-        times = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            step()
-            torch.tpu.synchronize()
-            times.append((time.perf_counter() - t0) * 1e3)
-        loss = step().item()
+        steppers[m]()
+        torch.tpu.synchronize()
         s = torch_tpu.cache_stats()
-        return {
-            "ms": statistics.median(times),
-            "new_compiles": sum(s["compiles_by_mode"].values()) - compiles0,
-            "programs_per_step": s["programs_last_step"],
-            "launches_per_step": s["launches_last_step"],
-            "peak_buffer_mb": torch.tpu.device_memory_stats()["peak_buffer_bytes"] / 2**20,
-            "loss": loss,
-        }
+        rows[m].update(
+            programs_per_step=s["programs_last_step"], launches_per_step=s["launches_last_step"],
+            ms=statistics.median(times[m]), new_compiles=compiles1[m] - compiles0[m],
+            peak_buffer_mb=torch.tpu.device_memory_stats()["peak_buffer_bytes"] / 2**20,
+            loss=steppers[m]().item())
+    return rows
 
 
 FIRST_STEP = """
@@ -143,8 +158,8 @@ def main():
         return
     rows = {}
     for name in ("minGPT", "Llama"):
-        for mode in ("strict", "fused"):
-            rows[name, mode] = measure(name, mode, a.steps)
+        for mode, row in measure(name, a.steps).items():
+            rows[name, mode] = row
     print("(a) training step, Fused vs Strict eager (median of %d steps after warm-up)" % a.steps)
     for name in ("minGPT", "Llama"):
         s, f = rows[name, "strict"], rows[name, "fused"]
