@@ -352,8 +352,15 @@ static tt_error *lower_polygamma(tt_lower_ctx *c) {
   tt_val x = uc_read_as(c, xi, uc_opmath(out)), r;
   if (n == 0) r = f_digamma(b, x);
   else if (n == 1) r = f_trigamma(b, x);
-  else /* CPU's Cephes zeta differs from chlo.polygamma for x < 0 */
-    return tt_lc_decline(c, "polygamma with n >= 2");
+  else { /* (-1)^(n+1) n! zeta(n + 1, x): the zeta in float64, rounded to the
+          * result dtype, then scaled there, like CPU */
+    double fact = 1;
+    for (int64_t i = 2; i <= n; i++) fact *= (double)i;
+    tt_val x64 = tt_b_convert(b, x, TT_F64);
+    tt_val z = tt_b_convert(b, tt_b_convert(b, tt_hurwitz_zeta(b, uc_K(b, x64, (double)(n + 1)), x64), out),
+                            uc_opmath(out));
+    r = uc_mul(b, uc_K(b, z, (n % 2 ? 1.0 : -1.0) * fact), z);
+  }
   tt_lc_output(c, tt_b_convert(b, r, out));
   return NULL;
 }

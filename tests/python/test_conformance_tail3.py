@@ -48,3 +48,34 @@ def test_kron_gradient_accuracy():
     cpu_err, tpu_err = _fp64_errors(grad_a, a, b, g)
     assert tpu_err <= 2 * cpu_err, (cpu_err, tpu_err)
     check(torch.kron, a, b, grad=True)
+
+
+# ------------------------------------------------------------------ Hurwitz zeta
+
+_SPECIAL_Q = [0.0, -0.0, -1.0, -2.5, 1e-3, -0.999, 30.0, 1e4, -20.5,
+              float("inf"), float("-inf"), float("nan")]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8])
+def test_polygamma_high_order(n):
+    torch.manual_seed(n)
+    x = torch.cat([torch.empty(500).uniform_(-9, 9), torch.tensor(_SPECIAL_Q)])
+    check(lambda t: torch.polygamma(n, t), x)
+    check(lambda t: torch.special.polygamma(n, t), torch.rand(4, 5) * 3 + 0.1, grad=True)
+    check(lambda t: torch.polygamma(n, t), torch.arange(-3, 9))  # integers -> float32
+    check(lambda t: torch.polygamma(n, t), (torch.rand(30) * 5 + 0.5).to(torch.bfloat16))
+
+
+def test_special_zeta():
+    torch.manual_seed(0)
+    x = torch.empty(20, 20).uniform_(-9, 9)
+    q = torch.empty(20, 20).uniform_(-9, 9)
+    check(torch.special.zeta, x, q)
+    # x at 1, below 1, integer / non-integer with q <= 0
+    xs = torch.tensor([1.0, 1.5, 2.0, 3.0, 4.5, 0.5, -1.0, 7.0, 2.0, 2.0, 5.0, 2.0])
+    qs = torch.tensor([1.0, 2.0, 0.5, -2.5, 3.0, 1.0, 1.0, -3.0, -0.0, -7.25, 1e-3, 1e5])
+    check(torch.special.zeta, xs, qs)
+    check(lambda t: torch.special.zeta(t, 3.0), x.abs() + 1)
+    check(lambda t: torch.special.zeta(2.0, t), q)
+    check(torch.special.zeta, x[:1].abs() + 1, q)  # broadcast
+    check(torch.special.zeta, torch.arange(2, 6), torch.arange(1, 5))  # int64 -> float32
