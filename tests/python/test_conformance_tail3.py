@@ -79,3 +79,26 @@ def test_special_zeta():
     check(lambda t: torch.special.zeta(2.0, t), q)
     check(torch.special.zeta, x[:1].abs() + 1, q)  # broadcast
     check(torch.special.zeta, torch.arange(2, 6), torch.arange(1, 5))  # int64 -> float32
+
+
+# ------------------------------------------------------------------ erfcx / log_ndtr
+
+_ERF_EDGES = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e30, -1e30, 1e-30,
+              9.99, 10.01, -9.38, -26.5, -26.7, -27.0]
+
+
+@pytest.mark.parametrize("fn", [torch.special.erfcx, torch.special.log_ndtr])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_erfcx_log_ndtr(fn, dtype):
+    x = torch.cat([torch.linspace(-30, 30, 6001), torch.tensor(_ERF_EDGES)]).to(dtype)
+    check(fn, x)
+    check(fn, torch.randn(4, 5, dtype=dtype) * 3, grad=True)
+
+
+def test_erfcx_log_ndtr_ints_and_halves():
+    check(torch.special.erfcx, torch.arange(-5, 6))  # int64 -> float32
+    check(torch.special.log_ndtr, torch.arange(-5, 6))
+    # CPU has no float16/bfloat16 kernel: the same error on tpu
+    for fn in (torch.special.erfcx, torch.special.log_ndtr):
+        with pytest.raises(NotImplementedError):
+            fn(torch.randn(3).to(torch.bfloat16).to("tpu"))
