@@ -102,3 +102,23 @@ def test_erfcx_log_ndtr_ints_and_halves():
     for fn in (torch.special.erfcx, torch.special.log_ndtr):
         with pytest.raises(NotImplementedError):
             fn(torch.randn(3).to(torch.bfloat16).to("tpu"))
+
+
+# ------------------------------------------------------------------ adaptive max pool 3d
+
+@pytest.mark.parametrize("shape,out", [((2, 3, 5, 7, 6), (2, 3, 4)), ((3, 8, 8, 8), (3, 5, 2)),
+                                       ((1, 2, 4, 4, 4), (4, 4, 4)), ((1, 1, 5, 6, 7), (1, 1, 1))])
+def test_adaptive_max_pool3d(shape, out):
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    check(lambda t: F.adaptive_max_pool3d(t, out, return_indices=True), x)
+    check(lambda t: F.adaptive_max_pool3d(t, out), x, grad=True)
+
+
+def test_adaptive_max_pool3d_ties_and_nan():
+    x = torch.zeros(1, 2, 4, 4, 4)  # every element ties: the first index wins
+    check(lambda t: F.adaptive_max_pool3d(t, (2, 3, 2), return_indices=True), x)
+    x = torch.randn(1, 2, 4, 4, 4)
+    x[0, 0, 1, 2, 3] = float("nan")
+    check(lambda t: F.adaptive_max_pool3d(t, (2, 2, 2), return_indices=True), x)
+    check(lambda t: F.adaptive_max_pool3d(t, (2, 2, 2)), torch.randn(1, 2, 4, 4, 4).to(torch.bfloat16))
