@@ -122,3 +122,28 @@ def test_adaptive_max_pool3d_ties_and_nan():
     x[0, 0, 1, 2, 3] = float("nan")
     check(lambda t: F.adaptive_max_pool3d(t, (2, 2, 2), return_indices=True), x)
     check(lambda t: F.adaptive_max_pool3d(t, (2, 2, 2)), torch.randn(1, 2, 4, 4, 4).to(torch.bfloat16))
+
+
+# ------------------------------------------------------------------ multi margin loss
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multi_margin_loss(p, reduction):
+    torch.manual_seed(p)
+    x, t, w = torch.randn(6, 5), torch.randint(0, 5, (6,)), torch.rand(5)
+    check(lambda a, b: F.multi_margin_loss(a, b, p=p, margin=0.7, reduction=reduction), x, t, grad=True)
+    check(lambda a, b: F.multi_margin_loss(a, b, p=p, weight=w.to(a.device), reduction=reduction), x, t,
+          grad=True)  # weight is not differentiable
+    check(lambda a, b: F.multi_margin_loss(a, b, p=p, reduction=reduction), torch.randn(5), torch.tensor(3),
+          grad=True)
+    check(lambda a, b: F.multi_margin_loss(a, b, p=p, reduction=reduction), torch.randn(()), torch.tensor(0))
+    check(lambda a, b: F.multi_margin_loss(a, b, p=p, reduction=reduction),
+          torch.randn(4, 3, dtype=torch.float64), torch.randint(0, 3, (4,)), grad=True)
+
+
+def test_multi_margin_loss_errors():
+    x, t = torch.randn(3, 4).to("tpu"), torch.tensor([0, 1, 2]).to("tpu")
+    with pytest.raises(RuntimeError, match="only p == 1 and p == 2 supported"):
+        torch.ops.aten.multi_margin_loss(x, t, 3)
+    with pytest.raises(RuntimeError, match="target tensor should be 1-D"):
+        F.multi_margin_loss(x, t[:2])
