@@ -579,6 +579,61 @@ static tt_error *lower_multi_margin_loss_backward(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* multilabel_margin_loss_forward(self, target, reduction) -> (output,
+ * is_target): self [N, C], [C] or 0-d; each target row lists class indices up to
+ * the first -1. With J the listed classes, per row
+ * loss = sum_{j in J} sum_{k not in J} max(0, 1 - x_j + x_k) / C, and
+ * is_target marks J (in self's dtype). Float32/float64 like CPU. */
+static tt_error *lower_multilabel_margin_loss_forward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0), *t = tt_lc_ref(c, 1);
+  if (!x || !t || !x->storage || !t->storage || (x->dtype != TT_F32 && x->dtype != TT_F64) ||
+      t->dtype != TT_I64 || !nn_shape_is(t, x->ndim, x->sizes) || x->ndim > 2)
+    return tt_lc_decline(c, "unsupported arguments");
+  int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  int64_t N = x->ndim == 2 ? x->sizes[0] : 1, C = x->ndim ? x->sizes[x->ndim - 1] : 1;
+  if (C == 0 || N == 0) return tt_lc_decline(c, "empty");
+  tt_dtype dt = x->dtype;
+  int64_t d2[2] = {N, C}, d3[3] = {N, C, C}, one = 1, two = 2;
+  tt_val xv = tt_b_reshape(b, tt_lc_tensor(c, 0), 2, d2);
+  tt_val tv = tt_b_reshape(b, tt_lc_tensor(c, 1), 2, d2);
+  /* listed: j before the row's first -1 */
+  tt_shape is2 = tt_shape_make(TT_I64, 2, d2);
+  tt_val jpos = tt_b_iota(b, is2, 1);
+  tt_val negpos = tt_b_select(b, tt_b_compare(b, "EQ", tv, tt_b_full(b, is2, -1)), jpos, tt_b_full(b, is2, (double)C));
+  tt_val first = tt_b_reshape(b, tt_reduce_min(b, negpos, &one, 1), 2, (int64_t[]){N, 1});
+  tt_val listed = tt_b_compare(b, "LT", jpos, tt_b_broadcast_to(b, first, 2, d2)); /* [N, j] */
+  /* hit[n, j, k]: listed j names class k */
+  tt_shape is3 = tt_shape_make(TT_I64, 3, d3);
+  tt_val kk = tt_b_iota(b, is3, 2);
+  tt_val tj = tt_b_broadcast_in_dim(b, tv, 3, d3, (int64_t[]){0, 1});
+  tt_val lj = tt_b_broadcast_in_dim(b, listed, 3, d3, (int64_t[]){0, 1});
+  tt_val hit = tt_b_binary(b, "and", tt_b_compare(b, "EQ", tj, kk), lj);
+  tt_val is_t = tt_b_reduce(b, hit, tt_b_constant(b, TT_BOOL, 0), &one, 1, "or"); /* [N, k] */
+  tt_shape f3 = tt_shape_make(dt, 3, d3);
+  tt_val xk = tt_b_broadcast_in_dim(b, xv, 3, d3, (int64_t[]){0, 2});
+  tt_val xj = tt_b_reduce(b, tt_b_select(b, hit, xk, tt_b_full(b, f3, 0)), tt_b_constant(b, dt, 0), &two, 1,
+                          "add"); /* [N, j]: x at class t_j (0 where not listed) */
+  tt_val z = nn_add(b, nn_sub(b, tt_b_full(b, f3, 1), tt_b_broadcast_in_dim(b, xj, 3, d3, (int64_t[]){0, 1})), xk);
+  tt_val isk = tt_b_broadcast_in_dim(b, is_t, 3, d3, (int64_t[]){0, 2});
+  tt_val use = tt_b_binary(b, "and", tt_b_binary(b, "and", lj, tt_b_unary(b, "not", isk)),
+                           tt_b_compare(b, "GT", z, tt_b_full(b, f3, 0)));
+  z = tt_b_select(b, use, z, tt_b_full(b, f3, 0));
+  int64_t jk[2] = {1, 2};
+  tt_val row = nn_dvd(b, nn_rsum(b, z, jk, 2), tt_b_constant(b, dt, (double)C)); /* [N] */
+  tt_val out;
+  if (reduction == RED_NONE) {
+    out = x->ndim == 2 ? row : tt_b_reshape(b, row, 0, NULL);
+  } else {
+    out = rsum_all(b, row);
+    if (reduction == RED_MEAN) out = nn_dvd(b, out, tt_b_constant(b, dt, (double)N));
+  }
+  tt_lc_output(c, out);
+  tt_lc_output(c, tt_b_reshape(b, tt_b_convert(b, is_t, dt), x->ndim, x->sizes));
+  return NULL;
+}
+
 TT_LOWERINGS(nn_loss) = {
     {lower_nll_loss_forward, {"nll_loss_forward", "nll_loss_forward.output"}},
     {lower_nll_loss_backward, {"nll_loss_backward", "nll_loss_backward.grad_input"}},
@@ -599,5 +654,7 @@ TT_LOWERINGS(nn_loss) = {
      {"soft_margin_loss_backward", "soft_margin_loss_backward.grad_input"}},
     {lower_multi_margin_loss, {"multi_margin_loss", "multi_margin_loss.out"}},
     {lower_multi_margin_loss_backward, {"multi_margin_loss_backward", "multi_margin_loss_backward.grad_input"}},
+    {lower_multilabel_margin_loss_forward,
+     {"multilabel_margin_loss_forward", "multilabel_margin_loss_forward.output"}},
     {NULL, {NULL}},
 };

@@ -147,3 +147,17 @@ def test_multi_margin_loss_errors():
         torch.ops.aten.multi_margin_loss(x, t, 3)
     with pytest.raises(RuntimeError, match="target tensor should be 1-D"):
         F.multi_margin_loss(x, t[:2])
+
+
+# ------------------------------------------------------------------ multilabel margin loss
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multilabel_margin_loss(reduction):
+    torch.manual_seed(0)
+    x = torch.randn(4, 5)
+    t = torch.tensor([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 1, 1, 1, 1], [2, 2, -1, 0, 0]])
+    check(lambda a, b: F.multilabel_margin_loss(a, b, reduction=reduction), x, t)
+    check(lambda a, b: torch.ops.aten.multilabel_margin_loss_forward(a, b, 1), x, t)  # with is_target
+    check(lambda a, b: F.multilabel_margin_loss(a, b, reduction=reduction), x[0], t[0])
+    check(lambda a, b: F.multilabel_margin_loss(a, b, reduction=reduction), torch.randn(()), torch.tensor(0))
+    check(lambda a, b: F.multilabel_margin_loss(a, b, reduction=reduction), x.double(), t)
