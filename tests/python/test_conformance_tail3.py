@@ -4,9 +4,8 @@ long-tail ops lowered since. Each compares with CPU PyTorch and asserts no
 CPU fallback."""
 import pytest
 import torch
-import torch.nn.functional as F  # noqa: F401
+import torch.nn.functional as F
 
-import torch_tpu
 from harness import check
 
 
