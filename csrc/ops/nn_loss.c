@@ -1,6 +1,6 @@
 /* Lowerings of the nn_loss family (see lowering.h): nll loss (1-d and
- * 2-d), mse, binary cross entropy, huber, smooth l1 and soft margin losses,
- * forward and backward. Split out of nn.c. */
+ * 2-d), mse, binary cross entropy, huber, smooth l1, soft margin and multi
+ * margin losses, forward and backward. Split out of nn.c. */
 
 #include <inttypes.h>
 #include <math.h>
@@ -470,6 +470,170 @@ static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* ------------------------------------------------------------ multi margin loss */
+
+/* multi_margin_loss(self, target, p, margin, weight, reduction) and its
+ * backward (grad_output first): self [N, C], [C] or 0-d, target [N] (or
+ * one class). Per row, with y = target and z_d = margin - x_y + x_d:
+ * loss = sum_{d != y, z_d > 0} z_d^p w_y / C (p = 1 or 2). Float32/float64
+ * in the tensor dtype like CPU; irregular shapes go to CPU (its errors). */
+typedef struct {
+  tt_val x, onehot, z, active, wy; /* [N, C] except wy [N, 1] */
+  int64_t N, C, p, reduction;
+  bool row_out; /* reduction none returns [N] (else 0-d) */
+  tt_dtype dt;
+} mm_setup;
+
+static tt_error *mm_prepare(tt_lower_ctx *c, int si, mm_setup *m) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, si), *t = tt_lc_ref(c, si + 1);
+  if (!x || !t || !x->storage || !t->storage || (x->dtype != TT_F32 && x->dtype != TT_F64) ||
+      t->dtype != TT_I64)
+    return tt_lc_decline(c, "unsupported arguments");
+  if (tt_lc_kind(c, si + 2) != TT_ARG_SCALAR && tt_lc_kind(c, si + 2) != TT_ARG_INT)
+    return tt_lc_decline(c, "p");
+  double pv = tt_lc_scalar_value(c, si + 2);
+  if (pv != 1 && pv != 2) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "only p == 1 and p == 2 supported");
+  m->p = (int64_t)pv;
+  m->reduction = tt_lc_int(c, si + 5, RED_MEAN);
+  TT_TRY(check_reduction(c, m->reduction));
+  if (x->ndim == 2 && x->sizes[1] > 0 && t->ndim == 1 && t->sizes[0] == x->sizes[0]) {
+    m->N = x->sizes[0];
+    m->C = x->sizes[1];
+  } else if (x->ndim <= 1 && (x->ndim == 0 || x->sizes[0] > 0) && t->ndim <= 1 &&
+             (t->ndim == 0 || t->sizes[0] == 1)) {
+    m->N = 1;
+    m->C = x->ndim ? x->sizes[0] : 1;
+  } else {
+    return tt_lc_decline(c, "shapes");
+  }
+  m->row_out = t->ndim > 0;
+  const tt_tensor_ref *w = tt_lc_is_none(c, si + 4) ? NULL : tt_lc_ref(c, si + 4);
+  if (w && (!w->storage || w->ndim != 1 || w->sizes[0] != m->C)) return tt_lc_decline(c, "weight");
+  m->dt = x->dtype;
+  int64_t d2[2] = {m->N, m->C}, d1[2] = {m->N, 1};
+  m->x = tt_b_reshape(b, tt_lc_tensor(c, si), 2, d2);
+  tt_val tv = tt_b_reshape(b, tt_lc_tensor(c, si + 1), 2, d1);
+  tt_val cls = tt_b_iota(b, tt_shape_make(TT_I64, 2, d2), 1);
+  m->onehot = tt_b_compare(b, "EQ", cls, tt_b_broadcast_to(b, tv, 2, d2));
+  int64_t one = 1;
+  tt_val zero = tt_b_full(b, tt_shape_make(m->dt, 2, d2), 0);
+  tt_val xy = tt_b_reshape(b, tt_b_reduce(b, tt_b_select(b, m->onehot, m->x, zero), tt_b_constant(b, m->dt, 0),
+                                          &one, 1, "add"), 2, d1);
+  tt_val margin = tt_lc_scalar(c, si + 3, m->dt);
+  m->z = nn_add(b, nn_sub(b, tt_b_broadcast_to(b, margin, 2, d1), xy), m->x);
+  m->active = tt_b_binary(b, "and", tt_b_compare(b, "GT", m->z, zero), tt_b_unary(b, "not", m->onehot));
+  m->wy = TT_INVALID;
+  if (w) {
+    tt_val wv = tt_b_convert(b, tt_lc_tensor(c, si + 4), m->dt);
+    tt_val wb = tt_b_broadcast_to(b, tt_b_reshape(b, wv, 2, (int64_t[]){1, m->C}), 2, d2);
+    m->wy = tt_b_reshape(b, tt_b_reduce(b, tt_b_select(b, m->onehot, wb, zero), tt_b_constant(b, m->dt, 0), &one,
+                                        1, "add"), 2, d1);
+  }
+  return NULL;
+}
+
+static tt_error *lower_multi_margin_loss(tt_lower_ctx *c) {
+  mm_setup m;
+  TT_TRY(mm_prepare(c, 0, &m));
+  tt_builder *b = tt_lc_builder(c);
+  tt_val h = m.p == 1 ? m.z : nn_mul(b, m.z, m.z);
+  if (m.wy != TT_INVALID) h = nn_mul(b, h, m.wy);
+  h = tt_b_select(b, m.active, h, tt_full_like(b, m.z, 0));
+  int64_t one = 1;
+  tt_val row = nn_dvd(b, nn_rsum(b, h, &one, 1), tt_b_constant(b, m.dt, (double)m.C)); /* [N] */
+  if (m.reduction == RED_NONE) {
+    tt_lc_output(c, m.row_out ? row : tt_b_reshape(b, row, 0, NULL));
+    return NULL;
+  }
+  tt_val r = rsum_all(b, row);
+  if (m.reduction == RED_MEAN) r = nn_dvd(b, r, tt_b_constant(b, m.dt, (double)m.N));
+  tt_lc_output(c, r);
+  return NULL;
+}
+
+static tt_error *lower_multi_margin_loss_backward(tt_lower_ctx *c) {
+  mm_setup m;
+  TT_TRY(mm_prepare(c, 1, &m));
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *gr = tt_lc_ref(c, 0);
+  if (!gr || !gr->storage) return tt_lc_decline(c, "grad");
+  bool per_row = m.reduction == RED_NONE && gr->ndim > 0;
+  if (per_row && (gr->ndim != 1 || gr->sizes[0] != m.N)) return tt_lc_decline(c, "grad shape");
+  if (!per_row && gr->ndim != 0) return tt_lc_decline(c, "grad shape");
+  /* g as CPU rounds it: 1 / (N C) for mean, else 1 / C */
+  double g = m.reduction == RED_MEAN ? 1.0 / ((double)m.N * (double)m.C) : 1.0 / (double)m.C;
+  if (m.dt == TT_F32) g = (double)(float)g;
+  tt_val gk = tt_full_like(b, m.z, g);
+  tt_val h = m.p == 1 ? gk : nn_mul(b, nn_mul(b, nn_cst(b, m.z, 2), gk), m.z);
+  if (m.wy != TT_INVALID) h = nn_mul(b, h, m.wy);
+  h = tt_b_select(b, m.active, h, tt_full_like(b, m.z, 0));
+  int64_t one = 1, d1[2] = {m.N, 1}, d2[2] = {m.N, m.C};
+  tt_val gt = tt_b_unary(b, "negate", tt_b_reshape(b, nn_rsum(b, h, &one, 1), 2, d1));
+  tt_val gi = tt_b_select(b, m.onehot, tt_b_broadcast_to(b, gt, 2, d2), h);
+  tt_val go = tt_b_convert(b, tt_lc_tensor(c, 0), m.dt);
+  go = per_row ? tt_b_broadcast_to(b, tt_b_reshape(b, go, 2, d1), 2, d2) : tt_b_broadcast_to(b, go, 2, d2);
+  gi = nn_mul(b, gi, go);
+  const tt_tensor_ref *x = tt_lc_ref(c, 1);
+  tt_lc_output(c, tt_b_reshape(b, gi, x->ndim, x->sizes));
+  return NULL;
+}
+
+/* multilabel_margin_loss_forward(self, target, reduction) -> (output,
+ * is_target): self [N, C], [C] or 0-d; each target row lists class indices up to
+ * the first -1. With J the listed classes, per row
+ * loss = sum_{j in J} sum_{k not in J} max(0, 1 - x_j + x_k) / C, and
+ * is_target marks J (in self's dtype). Float32/float64 like CPU. */
+static tt_error *lower_multilabel_margin_loss_forward(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *x = tt_lc_ref(c, 0), *t = tt_lc_ref(c, 1);
+  if (!x || !t || !x->storage || !t->storage || (x->dtype != TT_F32 && x->dtype != TT_F64) ||
+      t->dtype != TT_I64 || !nn_shape_is(t, x->ndim, x->sizes) || x->ndim > 2)
+    return tt_lc_decline(c, "unsupported arguments");
+  int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
+  TT_TRY(check_reduction(c, reduction));
+  int64_t N = x->ndim == 2 ? x->sizes[0] : 1, C = x->ndim ? x->sizes[x->ndim - 1] : 1;
+  if (C == 0 || N == 0) return tt_lc_decline(c, "empty");
+  tt_dtype dt = x->dtype;
+  int64_t d2[2] = {N, C}, d3[3] = {N, C, C}, one = 1, two = 2;
+  tt_val xv = tt_b_reshape(b, tt_lc_tensor(c, 0), 2, d2);
+  tt_val tv = tt_b_reshape(b, tt_lc_tensor(c, 1), 2, d2);
+  /* listed: j before the row's first -1 */
+  tt_shape is2 = tt_shape_make(TT_I64, 2, d2);
+  tt_val jpos = tt_b_iota(b, is2, 1);
+  tt_val negpos = tt_b_select(b, tt_b_compare(b, "EQ", tv, tt_b_full(b, is2, -1)), jpos, tt_b_full(b, is2, (double)C));
+  tt_val first = tt_b_reshape(b, tt_reduce_min(b, negpos, &one, 1), 2, (int64_t[]){N, 1});
+  tt_val listed = tt_b_compare(b, "LT", jpos, tt_b_broadcast_to(b, first, 2, d2)); /* [N, j] */
+  /* hit[n, j, k]: listed j names class k */
+  tt_shape is3 = tt_shape_make(TT_I64, 3, d3);
+  tt_val kk = tt_b_iota(b, is3, 2);
+  tt_val tj = tt_b_broadcast_in_dim(b, tv, 3, d3, (int64_t[]){0, 1});
+  tt_val lj = tt_b_broadcast_in_dim(b, listed, 3, d3, (int64_t[]){0, 1});
+  tt_val hit = tt_b_binary(b, "and", tt_b_compare(b, "EQ", tj, kk), lj);
+  tt_val is_t = tt_b_reduce(b, hit, tt_b_constant(b, TT_BOOL, 0), &one, 1, "or"); /* [N, k] */
+  tt_shape f3 = tt_shape_make(dt, 3, d3);
+  tt_val xk = tt_b_broadcast_in_dim(b, xv, 3, d3, (int64_t[]){0, 2});
+  tt_val xj = tt_b_reduce(b, tt_b_select(b, hit, xk, tt_b_full(b, f3, 0)), tt_b_constant(b, dt, 0), &two, 1,
+                          "add"); /* [N, j]: x at class t_j (0 where not listed) */
+  tt_val z = nn_add(b, nn_sub(b, tt_b_full(b, f3, 1), tt_b_broadcast_in_dim(b, xj, 3, d3, (int64_t[]){0, 1})), xk);
+  tt_val isk = tt_b_broadcast_in_dim(b, is_t, 3, d3, (int64_t[]){0, 2});
+  tt_val use = tt_b_binary(b, "and", tt_b_binary(b, "and", lj, tt_b_unary(b, "not", isk)),
+                           tt_b_compare(b, "GT", z, tt_b_full(b, f3, 0)));
+  z = tt_b_select(b, use, z, tt_b_full(b, f3, 0));
+  int64_t jk[2] = {1, 2};
+  tt_val row = nn_dvd(b, nn_rsum(b, z, jk, 2), tt_b_constant(b, dt, (double)C)); /* [N] */
+  tt_val out;
+  if (reduction == RED_NONE) {
+    out = x->ndim == 2 ? row : tt_b_reshape(b, row, 0, NULL);
+  } else {
+    out = rsum_all(b, row);
+    if (reduction == RED_MEAN) out = nn_dvd(b, out, tt_b_constant(b, dt, (double)N));
+  }
+  tt_lc_output(c, out);
+  tt_lc_output(c, tt_b_reshape(b, tt_b_convert(b, is_t, dt), x->ndim, x->sizes));
+  return NULL;
+}
+
 TT_LOWERINGS(nn_loss) = {
     {lower_nll_loss_forward, {"nll_loss_forward", "nll_loss_forward.output"}},
     {lower_nll_loss_backward, {"nll_loss_backward", "nll_loss_backward.grad_input"}},
@@ -488,5 +652,9 @@ TT_LOWERINGS(nn_loss) = {
     {lower_soft_margin_loss, {"soft_margin_loss", "soft_margin_loss.out"}},
     {lower_soft_margin_loss_backward,
      {"soft_margin_loss_backward", "soft_margin_loss_backward.grad_input"}},
+    {lower_multi_margin_loss, {"multi_margin_loss", "multi_margin_loss.out"}},
+    {lower_multi_margin_loss_backward, {"multi_margin_loss_backward", "multi_margin_loss_backward.grad_input"}},
+    {lower_multilabel_margin_loss_forward,
+     {"multilabel_margin_loss_forward", "multilabel_margin_loss_forward.output"}},
     {NULL, {NULL}},
 };

@@ -1,4 +1,4 @@
-/* Lowerings of the nn_pool family (see lowering.h): adaptive max pool 2d
+/* Lowerings of the nn_pool family (see lowering.h): adaptive max pool 2d/3d
  * and adaptive avg pool 2d/3d, forward and backward. Split out of nn.c. */
 
 #include <inttypes.h>
@@ -12,13 +12,13 @@
 
 /* ------------------------------------------------------------ adaptive max pool */
 
-/* Scatter-add of g [P..., OH, OW] into per-plane flat positions ix (same
+/* Scatter-add of g [P..., O_1..O_k] into per-plane flat positions ix (same
  * shape, i64) of planes of hw elements: result [P..., hw]. */
-static tt_val plane_scatter_add(tt_builder *b, tt_val g, tt_val ix, int64_t hw) {
+static tt_val plane_scatter_add(tt_builder *b, tt_val g, tt_val ix, int k, int64_t hw) {
   tt_shape gs = tt_b_shape(b, g);
   int nd = gs.ndim;
-  int64_t planes = 1, per = gs.dims[nd - 1] * gs.dims[nd - 2];
-  for (int i = 0; i < nd - 2; i++) planes *= gs.dims[i];
+  int64_t planes = 1, per = 1;
+  for (int i = 0; i < nd; i++) *(i < nd - k ? &planes : &per) *= gs.dims[i];
   int64_t pd[3] = {planes, per, 1}, p2[2] = {planes, per};
   tt_val lin = tt_b_reshape(b, ix, 3, pd);
   tt_shape is = tt_shape_make(TT_I64, 3, pd);
@@ -38,92 +38,107 @@ static tt_val plane_scatter_add(tt_builder *b, tt_val g, tt_val ix, int64_t hw) 
   return r;
 }
 
-/* adaptive_max_pool2d(self, output_size) -> (out, indices) */
-static tt_error *lower_adaptive_max_pool2d(tt_lower_ctx *c) {
+/* adaptive_max_pool{k}d(self, output_size) -> (out, indices), k = 2 or 3:
+ * every offset t of the largest window (K_1 x .. x K_k, unrolled) gathers
+ * the element at start + t along each spatial dim; an element replaces the
+ * running maximum when it is greater or NaN and inside its window, in
+ * CPU's scan order (so the first maximum and the last NaN win). Indices
+ * are flat over the k spatial dims. */
+static tt_error *adaptive_max(tt_lower_ctx *c, int k) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *x = tt_lc_ref(c, 0);
   if (!x || !x->storage || !nn_is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
-  if (x->ndim != 3 && x->ndim != 4) return tt_lc_decline(c, "rank");
+  if (x->ndim != k + 1 && x->ndim != k + 2) return tt_lc_decline(c, "rank");
   for (int i = 0; i < x->ndim; i++)
     if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
   int64_t os[TT_MAX_DIMS];
-  if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != 2)
+  if (tt_lc_int_list(c, 1, os, TT_MAX_DIMS) != k)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
-                      "adaptive_max_pool2d(): internal error: output_size.size() must be 2");
-  int nd = x->ndim;
-  int64_t O[2] = {os[0], os[1]}, I[2] = {x->sizes[nd - 2], x->sizes[nd - 1]};
-  if (O[0] <= 0 || O[1] <= 0 || O[0] > UP_MAX || O[1] > UP_MAX) return tt_lc_decline(c, "size");
-  int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 7);
+                      "adaptive_max_pool%dd(): internal error: output_size.size() must be %d", k, k);
+  int nd = x->ndim, s0 = nd - k;
+  int64_t O[3], I[3], K[3] = {0, 0, 0}, total = 1;
+  for (int a = 0; a < k; a++) {
+    O[a] = os[a];
+    I[a] = x->sizes[s0 + a];
+    if (O[a] <= 0 || O[a] > UP_MAX) return tt_lc_decline(c, "size");
+  }
+  int64_t *buf = malloc(sizeof(int64_t) * UP_MAX * 11);
   if (!buf) return tt_lc_decline(c, "out of host memory");
-  int64_t *st[2] = {buf, buf + UP_MAX}, *en[2] = {buf + 2 * UP_MAX, buf + 3 * UP_MAX};
-  int64_t *ix = buf + 4 * UP_MAX, *vh = buf + 5 * UP_MAX, *vw = buf + 6 * UP_MAX;
-  int64_t K[2] = {0, 0};
-  for (int a = 0; a < 2; a++)
+  int64_t *st[3], *en[3], *ix = buf + 6 * UP_MAX, *vv = buf + 7 * UP_MAX;
+  for (int a = 0; a < k; a++) {
+    st[a] = buf + 2 * a * UP_MAX;
+    en[a] = st[a] + UP_MAX;
     for (int64_t o = 0; o < O[a]; o++) {
       st[a][o] = (o * I[a]) / O[a];
       en[a][o] = ((o + 1) * I[a] + O[a] - 1) / O[a];
       if (en[a][o] - st[a][o] > K[a]) K[a] = en[a][o] - st[a][o];
     }
-  if (K[0] * K[1] > 256) {
+    total *= K[a];
+  }
+  if (total > 256) {
     free(buf);
     return tt_lc_decline(c, "windows too large");
   }
   tt_val xv = tt_lc_tensor(c, 0);
   int64_t od[TT_MAX_DIMS];
-  for (int i = 0; i < nd; i++) od[i] = i < nd - 2 ? x->sizes[i] : O[i - (nd - 2)];
-  tt_shape is = tt_shape_make(TT_I64, nd, od), bs = tt_shape_make(TT_BOOL, nd, od);
+  for (int i = 0; i < nd; i++) od[i] = i < s0 ? x->sizes[i] : O[i - s0];
+  tt_shape is = tt_shape_make(TT_I64, nd, od);
   tt_val best = TT_INVALID, bidx = TT_INVALID;
-  for (int64_t th = 0; th < K[0]; th++) {
-    for (int64_t o = 0; o < O[0]; o++) ix[o] = st[0][o] + th < I[0] ? st[0][o] + th : I[0] - 1;
-    tt_val rows = nn_take_dim(b, xv, nd - 2, ix, O[0]);
-    tt_val hpos = nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, ix, O[0]), nd, od, nd - 2);
-    for (int64_t o = 0; o < O[0]; o++) vh[o] = st[0][o] + th < en[0][o];
-    tt_val validh = tt_b_compare(b, "NE", nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, vh, O[0]), nd, od, nd - 2),
-                                 tt_b_full(b, is, 0));
-    for (int64_t tw = 0; tw < K[1]; tw++) {
-      for (int64_t o = 0; o < O[1]; o++) ix[o] = st[1][o] + tw < I[1] ? st[1][o] + tw : I[1] - 1;
-      tt_val v = nn_take_dim(b, rows, nd - 1, ix, O[1]);
-      tt_val wpos = nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, ix, O[1]), nd, od, nd - 1);
-      tt_val flat = nn_add(b, nn_mul(b, hpos, tt_b_full(b, is, (double)I[1])), wpos);
-      if (best == TT_INVALID) {
-        best = v;
-        bidx = flat;
-        continue;
-      }
-      for (int64_t o = 0; o < O[1]; o++) vw[o] = st[1][o] + tw < en[1][o];
-      tt_val validw = tt_b_compare(b, "NE", nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, vw, O[1]), nd, od, nd - 1),
-                                   tt_b_full(b, is, 0));
-      tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
-      upd = tt_b_binary(b, "and", upd, tt_b_binary(b, "and", validh, validw));
-      best = tt_b_select(b, upd, v, best);
-      bidx = tt_b_select(b, upd, flat, bidx);
+  for (int64_t flat_t = 0; flat_t < total; flat_t++) {
+    int64_t t[3], rem = flat_t;
+    for (int a = k - 1; a >= 0; a--) t[a] = rem % K[a], rem /= K[a];
+    tt_val v = xv, flat = TT_INVALID, valid = TT_INVALID;
+    for (int a = 0; a < k; a++) {
+      for (int64_t o = 0; o < O[a]; o++) ix[o] = st[a][o] + t[a] < I[a] ? st[a][o] + t[a] : I[a] - 1;
+      v = nn_take_dim(b, v, s0 + a, ix, O[a]);
+      tt_val pos = nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, ix, O[a]), nd, od, s0 + a);
+      flat = a == 0 ? pos : nn_add(b, nn_mul(b, flat, tt_b_full(b, is, (double)I[a])), pos);
+      for (int64_t o = 0; o < O[a]; o++) vv[o] = st[a][o] + t[a] < en[a][o];
+      tt_val va = tt_b_compare(b, "NE", nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, vv, O[a]), nd, od, s0 + a),
+                               tt_b_full(b, is, 0));
+      valid = a == 0 ? va : tt_b_binary(b, "and", valid, va);
     }
+    if (best == TT_INVALID) { /* offset 0 is inside every window */
+      best = v;
+      bidx = flat;
+      continue;
+    }
+    tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
+    upd = tt_b_binary(b, "and", upd, valid);
+    best = tt_b_select(b, upd, v, best);
+    bidx = tt_b_select(b, upd, flat, bidx);
   }
-  (void)bs;
   free(buf);
   tt_lc_output(c, best);
   tt_lc_output(c, bidx);
   return NULL;
 }
+static tt_error *lower_adaptive_max_pool2d(tt_lower_ctx *c) { return adaptive_max(c, 2); }
+static tt_error *lower_adaptive_max_pool3d(tt_lower_ctx *c) { return adaptive_max(c, 3); }
 
-/* adaptive_max_pool2d_backward(grad_output, self, indices) */
-static tt_error *lower_adaptive_max_pool2d_backward(tt_lower_ctx *c) {
+/* adaptive_max_pool{k}d_backward(grad_output, self, indices) */
+static tt_error *adaptive_max_backward(tt_lower_ctx *c, int k) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *g = tt_lc_ref(c, 0), *x = tt_lc_ref(c, 1), *ir = tt_lc_ref(c, 2);
   if (!g || !x || !ir || !g->storage || !x->storage || !ir->storage || !nn_is_float_dt(x->dtype) ||
       g->dtype != x->dtype || ir->dtype != TT_I64)
     return tt_lc_decline(c, "args");
   int nd = x->ndim;
-  if ((nd != 3 && nd != 4) || !nn_shape_is(ir, g->ndim, g->sizes) || g->ndim != nd)
+  if ((nd != k + 1 && nd != k + 2) || !nn_shape_is(ir, g->ndim, g->sizes) || g->ndim != nd)
     return tt_lc_decline(c, "shapes");
-  for (int i = 0; i < nd - 2; i++)
-    if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "shapes");
+  int64_t hw = 1;
+  for (int i = 0; i < nd; i++) {
+    if (i < nd - k && g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "shapes");
+    if (i >= nd - k) hw *= x->sizes[i];
+  }
   tt_dtype acc = nn_opmath(x->dtype);
   tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
-  tt_val r = plane_scatter_add(b, gv, tt_lc_tensor(c, 2), x->sizes[nd - 1] * x->sizes[nd - 2]);
+  tt_val r = plane_scatter_add(b, gv, tt_lc_tensor(c, 2), k, hw);
   tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, r, nd, x->sizes), x->dtype));
   return NULL;
 }
+static tt_error *lower_adaptive_max_pool2d_backward(tt_lower_ctx *c) { return adaptive_max_backward(c, 2); }
+static tt_error *lower_adaptive_max_pool3d_backward(tt_lower_ctx *c) { return adaptive_max_backward(c, 3); }
 
 /* ------------------------------------------------------------ adaptive avg pool 3d */
 
@@ -254,6 +269,9 @@ static tt_error *lower_adaptive_avg_pool2d_backward(tt_lower_ctx *c) {
 
 TT_LOWERINGS(nn_pool) = {
     {lower_adaptive_max_pool2d, {"adaptive_max_pool2d", "adaptive_max_pool2d.out"}},
+    {lower_adaptive_max_pool3d, {"adaptive_max_pool3d", "adaptive_max_pool3d.out"}},
+    {lower_adaptive_max_pool3d_backward,
+     {"adaptive_max_pool3d_backward", "adaptive_max_pool3d_backward.grad_input"}},
     {lower_adaptive_max_pool2d_backward,
      {"adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input"}},
     {lower_adaptive_avg_pool3d, {"_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out"}},

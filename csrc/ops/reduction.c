@@ -41,7 +41,8 @@ static tt_val expand_back(tt_builder *b, tt_val v, const rplan *p) {
 
 static tt_val reduce_add(tt_builder *b, tt_val x, const rplan *p) {
   tt_dtype dt = tt_b_dtype(b, x);
-  return tt_b_reduce(b, x, tt_b_constant(b, dt, 0), p->dims, p->n, dt == TT_BOOL ? "or" : "add");
+  if (dt == TT_BOOL) return tt_b_reduce(b, x, tt_b_constant(b, dt, 0), p->dims, p->n, "or");
+  return red_cascade_add(b, x, p->dims, p->n);
 }
 
 /* Max/min over dims that propagates NaN like PyTorch (the plugin's reduce
@@ -72,8 +73,8 @@ static tt_error *sum_prod(tt_lower_ctx *c, bool prod, int dim_arg, int keep_arg,
   }
   tt_dtype acc = red_acc_of(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
-  tt_val v = tt_b_reduce(b, x, tt_b_constant(b, acc, prod ? 1 : 0), p.dims, p.n,
-                         prod ? "multiply" : "add");
+  tt_val v = prod ? tt_b_reduce(b, x, tt_b_constant(b, acc, 1), p.dims, p.n, "multiply")
+                  : red_cascade_add(b, x, p.dims, p.n);
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, out), &p));
   return NULL;
 }

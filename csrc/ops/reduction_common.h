@@ -59,4 +59,8 @@ tt_val red_slice_dim(tt_builder *b, tt_val x, int dim, int64_t lo, int64_t hi);
 /* Full reduction plan of a shape (result 0-d, or all ones with keepdim). */
 void red_plan_all(rplan *p, int ndim, const int64_t *sizes, bool keepdim);
 
+/* Sum of x over dims (ascending), reduced dims removed like tt_b_reduce;
+ * floats add in blocks (a cascade) for PyTorch-like rounding error. */
+tt_val red_cascade_add(tt_builder *b, tt_val x, const int64_t *dims, int n);
+
 #endif

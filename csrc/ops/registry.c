@@ -13,6 +13,7 @@
   X(special)           \
   X(special_bessel)    \
   X(special_poly)      \
+  X(special_zeta)      \
   X(activations)       \
   X(reduction)         \
   X(reduction_index)   \

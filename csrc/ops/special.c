@@ -1,7 +1,7 @@
 /* Special and miscellaneous floating functions (see lowering.h): sinc,
  * deg2rad/rad2deg, the gamma family (lgamma, digamma, trigamma, polygamma),
- * entr, angle, the modified Bessel functions i0/i0e/i1/i1e, frexp, ndtri
- * and logit (with its backward). Same dtype rules as unary.c. */
+ * entr, angle, the modified Bessel functions i0/i0e/i1/i1e, frexp, ndtri,
+ * erfcx, log_ndtr and logit (with its backward). Same dtype rules as unary.c. */
 
 #include <math.h>
 #include <string.h>
@@ -340,6 +340,58 @@ static tt_val f_special_ndtri(tt_builder *b, tt_val y0) {
 }
 FLOAT_UNARY(special_ndtri)
 
+/* erfcx(x) = exp(x^2) erfc(x), in float64 whatever the dtype, rounded once:
+ * for 0 <= x <= 10 the product itself (erfc keeps its relative accuracy
+ * and exp(x^2) stays finite); above 10 the asymptotic series
+ * 1/(x sqrt(pi)) sum_k (-1)^k (2k-1)!! / (2x^2)^k (8 terms, error below
+ * 1e-12); for x < 0, 2 exp(x^2) - erfcx(-x), which overflows to inf past
+ * x ~ -26.6 as CPU's does. CPU squares x there in the tensor's dtype dt
+ * (float32: a relative error of x^2 eps, 5e-6 at x = -9.4, past the float32
+ * tolerance): x^2 is rounded to dt the same way. */
+static tt_val erfcx64(tt_builder *b, tt_val x, tt_dtype dt) {
+  tt_val ax = uc_un(b, "abs", x), one = uc_K(b, x, 1);
+  tt_val small = uc_mul(b, uc_un(b, "exponential", uc_mul(b, ax, ax)), uc_chlo(b, "chlo.erfc", ax));
+  tt_val big = uc_sel(b, uc_cmp(b, "GT", ax, uc_K(b, x, 10)), ax, uc_K(b, x, 10)); /* keeps the unused lane finite */
+  tt_val inv2x2 = uc_dvd(b, one, uc_mul(b, uc_K(b, x, 2), uc_mul(b, big, big)));
+  tt_val sum = one, term = one;
+  for (int k = 1; k <= 8; k++) {
+    term = uc_mul(b, term, uc_mul(b, uc_K(b, x, -(2.0 * k - 1)), inv2x2));
+    sum = uc_add(b, sum, term);
+  }
+  tt_val asym = uc_dvd(b, sum, uc_mul(b, big, uc_K(b, x, sqrt(M_PI))));
+  tt_val pos = uc_sel(b, uc_cmp(b, "GT", ax, uc_K(b, x, 10)), asym, small);
+  tt_val x2 = tt_b_convert(b, tt_b_convert(b, uc_mul(b, x, x), dt), TT_F64);
+  tt_val neg = uc_sub(b, uc_mul(b, uc_K(b, x, 2), uc_un(b, "exponential", x2)), pos);
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), neg, pos);
+  r = uc_sel(b, uc_cmp(b, "EQ", ax, uc_K(b, x, INFINITY)), uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)),
+                                                                   uc_K(b, x, INFINITY), uc_K(b, x, 0)), r);
+  return r;
+}
+/* log_ndtr(x) = log(Phi(x)): log1p(-erfc(x/sqrt2)/2) from x = -1 up, and
+ * log(erfcx(-x/sqrt2)/2) - x^2/2 below (no underflow), in float64. */
+static tt_val log_ndtr64(tt_builder *b, tt_val x) { /* x float64 */
+  tt_val t = uc_mul(b, x, uc_K(b, x, M_SQRT1_2));
+  tt_val hi = uc_un(b, "log_plus_one", uc_mul(b, uc_K(b, x, -0.5), uc_chlo(b, "chlo.erfc", t)));
+  tt_val lo = uc_sub(b, uc_un(b, "log", uc_mul(b, uc_K(b, x, 0.5), erfcx64(b, uc_un(b, "negate", t), TT_F64))),
+                     uc_mul(b, t, t));
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, -1)), lo, hi);
+  return uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, -INFINITY)), uc_K(b, x, -INFINITY), r);
+}
+static tt_val f_special_erfcx(tt_builder *b, tt_val x) {
+  return tt_b_convert(b, erfcx64(b, tt_b_convert(b, x, TT_F64), tt_b_dtype(b, x)), tt_b_dtype(b, x));
+}
+static tt_val f_special_log_ndtr(tt_builder *b, tt_val x) {
+  return tt_b_convert(b, log_ndtr64(b, tt_b_convert(b, x, TT_F64)), tt_b_dtype(b, x));
+}
+/* CPU has no float16/bfloat16 kernels: those go to CPU (and its error) */
+static tt_error *no_half(tt_lower_ctx *c, unary_fn f) {
+  tt_dtype dt = uc_arg_dtype(c, 0);
+  if (dt == TT_F16 || dt == TT_BF16) return tt_lc_decline(c, "%s has no %s kernel", tt_lc_op_name(c), tt_dtype_name(dt));
+  return uc_float_unary(c, f);
+}
+static tt_error *lower_special_erfcx(tt_lower_ctx *c) { return no_half(c, f_special_erfcx); }
+static tt_error *lower_special_log_ndtr(tt_lower_ctx *c) { return no_half(c, f_special_log_ndtr); }
+
 /* polygamma(n, self) (in place: polygamma_(self, n)). n = 0 is digamma. */
 static tt_error *lower_polygamma(tt_lower_ctx *c) {
   bool n_first = tt_lc_kind(c, 0) == TT_ARG_INT;
@@ -352,8 +404,15 @@ static tt_error *lower_polygamma(tt_lower_ctx *c) {
   tt_val x = uc_read_as(c, xi, uc_opmath(out)), r;
   if (n == 0) r = f_digamma(b, x);
   else if (n == 1) r = f_trigamma(b, x);
-  else /* CPU's Cephes zeta differs from chlo.polygamma for x < 0 */
-    return tt_lc_decline(c, "polygamma with n >= 2");
+  else { /* (-1)^(n+1) n! zeta(n + 1, x): the zeta in float64, rounded to the
+          * result dtype, then scaled there, like CPU */
+    double fact = 1;
+    for (int64_t i = 2; i <= n; i++) fact *= (double)i;
+    tt_val x64 = tt_b_convert(b, x, TT_F64);
+    tt_val z = tt_b_convert(b, tt_b_convert(b, tt_hurwitz_zeta(b, uc_K(b, x64, (double)(n + 1)), x64), out),
+                            uc_opmath(out));
+    r = uc_mul(b, uc_K(b, z, (n % 2 ? 1.0 : -1.0) * fact), z);
+  }
   tt_lc_output(c, tt_b_convert(b, r, out));
   return NULL;
 }
@@ -427,5 +486,7 @@ TT_LOWERINGS(special) = {
     {lower_special_i1e, {"special_i1e", "special_i1e.out"}},
     {lower_frexp, {"frexp.Tensor", "frexp.Tensor_out"}},
     {lower_special_ndtri, {"special_ndtri", "special_ndtri.out"}},
+    {lower_special_erfcx, {"special_erfcx", "special_erfcx.out"}},
+    {lower_special_log_ndtr, {"special_log_ndtr", "special_log_ndtr.out"}},
     {NULL, {NULL}},
 };

@@ -29,6 +29,9 @@ tt_val uc_sigmoid(tt_builder *b, tt_val x);
 tt_val uc_sign_bit(tt_builder *b, tt_val x);
 tt_val uc_copysign_one(tt_builder *b, tt_val x);
 double uc_finite_max(tt_dtype dt);
+/* Hurwitz zeta(x, q) as PyTorch's CPU kernel defines it (special_zeta.c);
+ * x and q float64 of one shape. */
+tt_val tt_hurwitz_zeta(tt_builder *b, tt_val x, tt_val q);
 
 /* Reads self (arg i) in opmath after checking it is floating. */
 #define FLOAT_SELF(i)                      \
