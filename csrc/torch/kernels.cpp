@@ -189,6 +189,17 @@ at::Scalar tpu_local_scalar_dense(const at::Tensor& self) {
   return to_host(self).item();
 }
 
+// torch.equal returns a host bool: the comparison and its reduction run as
+// tpu ops, then one value is read back. Like CPU's, values of different
+// dtypes compare after type promotion.
+bool tpu_equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Expected all tensors to be on the same device, "
+              "but found at least two devices, ", self.device(), " and ", other.device(), "!");
+  if (!self.sizes().equals(other.sizes())) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
 const at::Tensor& tpu_resize_(const at::Tensor& self, c10::IntArrayRef size,
                               std::optional<c10::MemoryFormat>) {
   int64_t numel = 1;
@@ -260,6 +271,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", tpu_copy_from);
   m.impl("_copy_from_and_resize", tpu_copy_from_and_resize);
   m.impl("_local_scalar_dense", tpu_local_scalar_dense);
+  m.impl("equal", tpu_equal);
   m.impl("resize_", tpu_resize_);
   m.impl("set_.source_Storage_storage_offset", tpu_set_storage);
   m.impl("set_.source_Storage", tpu_set_source_storage);

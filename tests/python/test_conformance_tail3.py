@@ -6,6 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import torch_tpu
+
 from harness import check
 
 
@@ -160,3 +162,24 @@ def test_multilabel_margin_loss(reduction):
     check(lambda a, b: F.multilabel_margin_loss(a, b, reduction=reduction), x[0], t[0])
     check(lambda a, b: F.multilabel_margin_loss(a, b, reduction=reduction), torch.randn(()), torch.tensor(0))
     check(lambda a, b: F.multilabel_margin_loss(a, b, reduction=reduction), x.double(), t)
+
+
+@pytest.mark.parametrize("a, b", [
+    (torch.tensor([1.0, 2.0, float("nan")]), torch.tensor([1.0, 2.0, float("nan")])),
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])),
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])),
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0])),
+    (torch.ones(0), torch.ones(0)),
+    (torch.ones(2), torch.ones(2, dtype=torch.int64)),
+    (torch.tensor([1.5]), torch.tensor([1])),
+    (torch.arange(6).reshape(2, 3).t(), torch.arange(6).reshape(2, 3).t().contiguous()),
+])
+def test_equal_matches_cpu_natively(a, b):
+    torch_tpu.debug.reset_fallback_report()
+    assert torch.equal(a.tpu(), b.tpu()) == torch.equal(a, b)
+    assert torch_tpu.debug.fallback_report() == {}
+
+
+def test_equal_across_devices_raises():
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.equal(torch.ones(2).tpu(), torch.ones(2))
