@@ -196,6 +196,11 @@ def write_report(results, wall, args, path, *, opinfos, classes, foreach_tensors
     L.append("- Outputs CPU returns as complex, sparse or uint64 count against the backend "
              "(it has no such dtypes/layouts): most unexpected errors are fft/complex ops.")
     L.append("- Gradient strides are not compared (PyTorch does not promise them).")
+    cpu_accepts = sorted({r["key"] for r in results if r["dir"] == "error" and any(
+        smp.get("detail", "").startswith("CPU does not raise") for smp in r.get("samples", []))})
+    if cpu_accepts:
+        L.append("- Error inputs that CPU itself accepts are judged against CPU (tpu passes when it "
+                 "does not raise either): " + ", ".join(f"`{k}`" for k in cpu_accepts) + ".")
     L.append("")
     L.append("## Per op")
     L.append("")

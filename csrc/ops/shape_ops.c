@@ -318,7 +318,10 @@ static tt_error *lower_narrow_copy(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *self = tt_lc_ref(c, 0);
   if (!self || !self->storage || self->ndim == 0) return tt_lc_decline(c, "0-dim or CPU self");
-  int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), self->ndim);
+  int64_t raw_dim = tt_lc_int(c, 1, 0);
+  if (raw_dim >= self->ndim || raw_dim < -self->ndim) /* CPU's own errors differ by sign */
+    return tt_lc_decline(c, "dim out of range (torch raises)");
+  int64_t dim = tt_wrap_dim(c, raw_dim, self->ndim);
   if (dim < 0) return NULL;
   int64_t size = self->sizes[dim], start = tt_lc_int(c, 2, 0), len = tt_lc_int(c, 3, 0);
   if (start < 0) start += size;

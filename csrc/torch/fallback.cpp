@@ -3,6 +3,7 @@
 // the core has a lowering for it; otherwise it runs on CPU (counted, warned
 // once per op, or refused when TORCH_TPU_CPU_FALLBACK=0).
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
@@ -258,6 +259,9 @@ struct OpInfo {
   bool tensor_returns;   // every return is a Tensor or Tensor[]
   bool aliasing;         // returns are the mutated arguments
   bool allow_upload;     // CPU tensor arguments may be moved to the device
+  bool out_variant;      // has out= arguments (written, keyword-only)
+  bool out_no_overlap;   // its out= may not overlap an input at all
+  bool out_same_dtype;   // its out= must have the input's dtype
   std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
@@ -285,10 +289,47 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
       }
     }
   }
+  for (const auto& a : schema.arguments())
+    info.out_variant |= a.alias_info() && a.alias_info()->isWrite() && a.kwarg_only();
+  // ATen's out= kernels of these ops refuse any overlap with an input (the
+  // others, like TensorIterator, only a partial one); gather also requires
+  // out's dtype to be the input's.
+  const std::string base = schema.name().substr(6);
+  info.out_no_overlap = info.out_variant && (base == "cat" || base == "index_select" ||
+                                             base == "take" || base == "masked_select" ||
+                                             base == "kthvalue" || base == "gather");
+  info.out_same_dtype = info.out_variant && base == "gather";
   const std::string& nm = info.name;
   info.allow_upload = nm.rfind("index", 0) == 0 || nm.rfind("_index_put", 0) == 0 ||
                       nm.rfind("_foreach", 0) == 0 || nm.rfind("_fused", 0) == 0;
   return infos.emplace(&schema, std::move(info)).first->second;
+}
+
+// out= arguments get the checks ATen's own out= kernels make: an output
+// may not overlap itself or partly overlap an input (PyTorch's messages).
+// A CPU run of the op would see copies and miss them.
+void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
+                         const torch::jit::Stack& stack, size_t begin) {
+  std::vector<at::Tensor> outs, ins;
+  for (size_t i = 0; i < schema.arguments().size(); i++) {
+    const auto& a = schema.arguments()[i];
+    auto& dst = a.alias_info() && a.alias_info()->isWrite() && a.kwarg_only() ? outs : ins;
+    const c10::IValue& v = stack[begin + i];
+    if (v.isTensor() && v.toTensor().defined()) dst.push_back(v.toTensor());
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorList().vec())
+        if (t.defined()) dst.push_back(t);
+  }
+  for (const at::Tensor& out : outs) {
+    at::assert_no_internal_overlap(out);
+    for (const at::Tensor& in : ins) {
+      if (info.out_no_overlap) at::assert_no_overlap(out, in);
+      else at::assert_no_partial_overlap(out, in);
+    }
+    if (info.out_same_dtype && !ins.empty())
+      TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Expected out tensor to have dtype ",
+                  ins.front().dtype(), ", but got ", out.dtype(), " instead");
+  }
 }
 
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -297,11 +338,12 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string& name = info.name;
   TORCH_CHECK_NOT_IMPLEMENTED(!info.returns_views, "torch_tpu: view op aten::", name,
                               " has no tpu kernel (a CPU copy would break aliasing)");
+  const size_t n = schema.arguments().size();
+  auto args_begin = stack->size() - n;
+  if (info.out_variant) check_out_arguments(schema, info, *stack, args_begin);
   if (!info.tensor_returns) return cpu_fallback(op, stack, name, "non-tensor result");
   ensure_initialized();
 
-  const size_t n = schema.arguments().size();
-  auto args_begin = stack->size() - n;
   ArgArena arena;
   arena.reserve(*stack, args_begin, n);
   std::vector<tt_arg> args(n);

@@ -83,3 +83,47 @@ def test_unloadable_plugin(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "ERR" in r.stdout and "bad.so" in r.stdout
     assert "alive 2.0" in r.stdout
+
+
+# -- out= arguments: the overlap checks of ATen's out= kernels ---------------
+
+def _raises_like_cpu(fn, make_args, match):
+    """fn raises on CPU and on tpu with the same type and message pattern."""
+    for dev in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match=match):
+            fn(*make_args(dev))
+
+
+def test_out_overlapping_its_input_raises_like_cpu():
+    def args(dev):
+        x = torch.arange(6.0, device=dev)
+        return x, torch.tensor([0, 1, 2], device=dev)
+    _raises_like_cpu(lambda x, i: torch.take(x, i, out=x), args, "unsupported operation")
+    _raises_like_cpu(lambda x, i: torch.index_select(x, 0, i, out=x), args, "unsupported operation")
+
+
+def test_out_with_internal_overlap_raises_like_cpu():
+    def args(dev):
+        return torch.ones(2, 3, device=dev), torch.zeros(1, 3, device=dev).expand(2, 3)
+    _raises_like_cpu(lambda a, o: torch.add(a, a, out=o), args, "more than one element")
+
+
+def test_out_partially_overlapping_an_input_raises_like_cpu():
+    def args(dev):
+        return (torch.arange(6.0, device=dev),)
+    _raises_like_cpu(lambda x: torch.neg(x[:4], out=x[2:]), args, "unsupported operation")
+
+
+def test_out_equal_to_an_elementwise_input_is_allowed():
+    for dev in ("cpu", "tpu"):
+        a, b = torch.arange(4.0, device=dev), torch.ones(4, device=dev)
+        torch.add(a, b, out=a)
+        assert a.cpu().tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_gather_out_of_another_dtype_raises_like_cpu():
+    def args(dev):
+        return (torch.ones(2, 2, device=dev), torch.zeros(2, 2, dtype=torch.long, device=dev),
+                torch.empty(2, 2, dtype=torch.float64, device=dev))
+    _raises_like_cpu(lambda x, i, o: torch.gather(x, 1, i, out=o), args,
+                     "Expected out tensor to have dtype float, but got double instead")
