@@ -73,7 +73,8 @@ def write_report(results, wall, args, path, *, opinfos, classes, foreach_tensors
              f"{args.max_samples} of `op.error_inputs`.")
     L.append(f"- Full run: {len(results)} cases in {wall / 60:.1f} min wall on "
              f"{args.workers} workers (2 cores, shared with other builds). Command: "
-             f"`python tools/conformance.py --max-samples {args.max_samples} --minor-max-samples "
+             f"`python tools/conformance.py" + (f" --mode {args.mode}" if args.mode != "strict" else "")
+             + f" --max-samples {args.max_samples} --minor-max-samples "
              f"{minor} --workers {args.workers}" + (f" --budget {args.budget:.0f}" if args.budget else "")
              + "`.")
     L.append("- Isolation: cases run one at a time in persistent worker processes; a worker "

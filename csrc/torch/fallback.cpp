@@ -100,7 +100,9 @@ tt_tensor_ref* describe(ArgArena& arena, const at::Tensor& t, c10::DeviceIndex* 
   arena.refs.emplace_back();
   tt_tensor_ref* ref = &arena.refs.back();  // capacity reserved: stable
   if (t.is_privateuseone()) {
-    if (!is_supported_dtype(t.scalar_type())) throw NotNative{};
+    // dtypes and ranks the core cannot express run on CPU (which raises its
+    // own errors beyond PyTorch's 64 dimensions)
+    if (!is_supported_dtype(t.scalar_type()) || t.dim() > TT_MAX_DIMS) throw NotNative{};
     describe_tensor(t, ref);
     if (*device < 0) *device = t.device().index();
     return ref;
@@ -354,7 +356,7 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       convert_arg(arena, schema.arguments()[i], (*stack)[args_begin + i], &args[i], &device,
                   name.c_str(), allow_upload);
   } catch (const NotNative&) {
-    return cpu_fallback(op, stack, name, "unsupported dtype");
+    return cpu_fallback(op, stack, name, "unsupported dtype or rank");
   }
   if (device < 0) device = current_device();
   bool aliasing = info.aliasing;

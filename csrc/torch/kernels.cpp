@@ -70,7 +70,14 @@ at::Tensor tpu_empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt);
 }
 
-bool covers_storage(const at::Tensor& t) {
+// Contiguous tensors of more dimensions than the core expresses are moved
+// as their 1-D view (the bytes are the same).
+at::Tensor within_core_rank(const at::Tensor& t) {
+  return t.dim() > TT_MAX_DIMS && t.is_contiguous() ? t.view(-1) : t;
+}
+
+bool covers_storage(const at::Tensor& t_in) {
+  at::Tensor t = within_core_rank(t_in);
   tt_tensor_ref ref;
   describe_tensor(t, &ref);
   size_t item = t.element_size();
@@ -106,7 +113,7 @@ at::Tensor dense(const at::Tensor& t) {
 }
 
 at::Tensor to_host(const at::Tensor& src) {
-  at::Tensor d = dense(src);
+  at::Tensor d = dense(within_core_rank(src));
   at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
   if (host.numel() == 0) return host;
   tt_error* err = tt_storage_read_bytes(storage_of(d), host.data_ptr(), host.nbytes());

@@ -67,3 +67,15 @@ def test_fallback_can_be_forbidden():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert "NIE" in r.stdout and name in r.stdout
+
+
+def test_tensors_beyond_the_cores_rank_run_on_cpu():
+    # The core expresses up to 8 dimensions; PyTorch allows 64. Higher ranks
+    # take the CPU fallback, and CPU's own error beyond 64.
+    x = torch.randn([2, 1] * 5)  # 10 dimensions
+    torch_tpu.debug.reset_fallback_report()
+    got = (x.tpu() * 2).amax(dim=-1)
+    assert torch.equal(got.cpu(), (x * 2).amax(dim=-1))
+    assert torch_tpu.debug.fallback_report()
+    with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+        torch.ones([1] * 65).tpu().amax(dim=-1)
