@@ -455,9 +455,23 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 // stub. For each overload in the core's lowering table that has such a
 // kernel and no tpu kernel of its own, register the fallback directly, so
 // the table alone decides what runs natively.
+// Ops whose computation goes through complex tensors, which tpu cannot
+// hold: run as a whole on CPU (their CPU errors included) rather than
+// failing on a complex intermediate. Results that are complex still cannot
+// come back to tpu.
+void run_complex_op_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  cpu_fallback(op, stack, op_info(op).name, "needs complex intermediates");
+}
+
+const char* const complex_ops[] = {"complex", "polar", "fft_hfft", "fft_irfft", "fft_ihfft",
+                                   "fft_hfft2", "fft_irfft2", "fft_hfftn", "fft_irfftn"};
+
 void register_table_routed_ops() {
   static torch::Library* lib = new torch::Library(
       torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  for (const char* name : complex_ops)
+    if (c10::Dispatcher::singleton().findOp(c10::OperatorName(std::string("aten::") + name, "")))
+      lib->impl(name, torch::CppFunction::makeFromBoxedFunction<&run_complex_op_on_cpu>());
   for (int i = 0; i < tt_lowering_count(); i++) {
     std::string name = tt_lowering_name_at(i);
     size_t dot = name.find('.');

@@ -79,3 +79,14 @@ def test_tensors_beyond_the_cores_rank_run_on_cpu():
     assert torch_tpu.debug.fallback_report()
     with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
         torch.ones([1] * 65).tpu().amax(dim=-1)
+
+
+def test_ops_with_complex_intermediates_run_whole_on_cpu():
+    x = torch.randn(8)
+    assert torch.allclose(torch.fft.irfft(x.tpu()).cpu(), torch.fft.irfft(x))
+    assert torch.allclose(torch.fft.hfft(x.tpu()).cpu(), torch.fft.hfft(x))
+    # invalid inputs get CPU's own error; a complex result cannot live on tpu
+    with pytest.raises(RuntimeError, match="Expected object of scalar type Float"):
+        torch.complex(x.tpu(), x.double().tpu())
+    with pytest.raises(TypeError, match="does not support dtype ComplexFloat"):
+        torch.complex(x.tpu(), x.tpu())
