@@ -43,7 +43,10 @@ __all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "sync", "MODES"]
 
 MODES = ("strict", "fused", "debug")
 _MODE_CODE = {"strict": 0, "fused": 1, "debug": 2}  # tt_exec_mode in csrc/graph/execute.h
-_PKG_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)))
+# Frames that are not the user's: torch, torch_tpu, the standard library
+# (contextlib around our capture) and FX's generated graph code.
+_PKG_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)),
+             os.path.dirname(os.__file__) + os.sep)
 
 _state = threading.local()
 _default_mode = "fused"
@@ -54,7 +57,7 @@ def _user_line() -> str:
     """The innermost stack frame outside torch and torch_tpu."""
     for frame in reversed(traceback.extract_stack()):
         path = os.path.abspath(frame.filename)
-        if not path.startswith(_PKG_DIRS) and "<frozen" not in path:
+        if not path.startswith(_PKG_DIRS) and "<frozen" not in path and "<eval_with_key>" not in path:
             return f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}"
     return "<unknown>"
 

@@ -370,3 +370,20 @@ def test_replay_refuses_another_layout():
     with _graph.capture(replay_args=[a.tpu(), 2.0]) as cap2:
         cap2.outputs = [a.tpu() * 2.0]
     assert cap2.replay is None and "neither a tpu tensor" in cap2.replay_why_not
+
+
+def test_recompile_of_a_graph_is_explained_at_the_users_code():
+    from torch_tpu import _explain
+    f = torch.compile(lambda x: (x * 3).sum(0), backend="tpu")
+    _explain.explain_recompiles(True)
+    try:
+        n0 = len(_explain.explanations())
+        f(torch.ones(7, 5, device="tpu"))
+        f(torch.ones(9, 5, device="tpu"))  # new shape: a new graph and program
+    finally:
+        _explain.explain_recompiles(False)
+    new = _explain.explanations()[n0:]
+    recompiles = [m for m in new if "recompiling" in m]
+    assert recompiles, new
+    assert any("float32[9,5]" in m and "float32[7,5]" in m for m in recompiles), recompiles
+    assert all(__file__ in m.splitlines()[-1] for m in new), new
