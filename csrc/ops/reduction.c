@@ -255,7 +255,9 @@ static tt_error *softmax(tt_lower_ctx *c, bool log) {
   p.kept_dims[dim] = 1;
   p.dims[0] = dim;
   p.n = 1;
-  tt_val m = tt_reduce_max(b, x, p.dims, 1);
+  /* A plain max (no NaN pass over x, unlike tt_reduce_max): a NaN in a row
+   * makes that row's sum NaN, so the whole row is NaN either way. */
+  tt_val m = tt_b_reduce(b, x, tt_b_constant(b, acc, -INFINITY), p.dims, 1, "maximum");
   tt_val d = tt_b_binary(b, "subtract", x, expand_back(b, m, &p));
   tt_val e = tt_b_unary(b, "exponential", d);
   tt_val s = reduce_add(b, e, &p);

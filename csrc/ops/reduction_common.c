@@ -153,6 +153,24 @@ void red_plan_all(rplan *p, int ndim, const int64_t *sizes, bool keepdim) {
  * padded with zeros to a multiple of RED_BLOCK; each block is summed, then
  * the block sums likewise until one block is left. */
 #define RED_BLOCK 4
+/* Reduced dims that all precede the kept ones (a bias gradient's sum over
+ * the batch dims) flatten to one leading dim R of [R, K], summed by one
+ * reduce behind an optimization barrier. XLA CPU folds the block cascade
+ * below back into one reduce, and through a reshape into a reduce over the
+ * producer's dims ([16, 64, N] over {0, 1}), which its tree rewriter turns
+ * into a 16x32 strided reduce-window about 10x slower than the 32x1 windows
+ * of the flat [R, K] reduce (both: blocks of 32 rows, then their sums). */
+static tt_val major_add(tt_builder *b, tt_val x, int64_t rows, int nk, const int64_t *kept,
+                        tt_val zero) {
+  int64_t k = 1;
+  for (int i = 0; i < nk; i++) k *= kept[i];
+  int64_t d2[2] = {rows, k}, d0 = 0;
+  x = tt_b_reshape(b, x, 2, d2);
+  x = tt_b_op(b, "stablehlo.optimization_barrier", &x, 1, NULL, tt_b_shape(b, x));
+  x = tt_b_reduce(b, x, zero, &d0, 1, "add");
+  return tt_b_reshape(b, x, nk, kept);
+}
+
 tt_val red_cascade_add(tt_builder *b, tt_val x, const int64_t *dims, int n) {
   tt_shape s = tt_b_shape(b, x);
   tt_val zero = tt_b_constant(b, s.dtype, 0);
@@ -166,6 +184,13 @@ tt_val red_cascade_add(tt_builder *b, tt_val x, const int64_t *dims, int n) {
     return tt_b_reduce(b, x, zero, dims, n, "add");
   int64_t perm[TT_MAX_DIMS], kept[TT_MAX_DIMS + 2];
   int nk = 0, np = 0;
+  bool leading = true; /* the reduced dims are the leading ones */
+  for (int i = 0; i < s.ndim; i++)
+    if (red[i] != (i < n)) leading = false;
+  if (leading && n < s.ndim) {
+    for (int i = n; i < s.ndim; i++) kept[nk++] = s.dims[i];
+    return major_add(b, x, count, nk, kept, zero);
+  }
   for (int i = 0; i < s.ndim; i++)
     if (!red[i]) perm[np++] = i, kept[nk++] = s.dims[i];
   for (int i = 0; i < s.ndim; i++)
