@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -199,4 +200,11 @@ tt_val tt_reduce_min(tt_builder *b, tt_val x, const int64_t *dims, int n_dims) {
 
 tt_val tt_full_like(tt_builder *b, tt_val x, double value) {
   return tt_b_full(b, tt_b_shape(b, x), value);
+}
+
+void tt_region_text_add(tt_region_text *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (t->off < t->size) t->off += (size_t)vsnprintf(t->buf + t->off, t->size - t->off, fmt, ap);
+  va_end(ap);
 }

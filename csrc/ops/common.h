@@ -34,6 +34,14 @@ tt_error *tt_broadcast_args(tt_lower_ctx *c, const int *args, int n, int *ndim, 
 int64_t tt_wrap_dim(tt_lower_ctx *c, int64_t dim, int ndim);
 
 /* Sum of x over dims (accumulating in f32 for f16/bf16, like PyTorch). */
+/* Bounded text for hand-written StableHLO regions (loop bodies): appends
+ * stop once it is full, so `off >= size` afterwards means it did not fit. */
+typedef struct {
+  char *buf;
+  size_t size, off;
+} tt_region_text;
+void tt_region_text_add(tt_region_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 tt_val tt_sum(tt_builder *b, tt_val x, const int64_t *dims, int n_dims);
 /* Max/min over dims, identity -inf/+inf (or int limits). */
 tt_val tt_reduce_max(tt_builder *b, tt_val x, const int64_t *dims, int n_dims);

@@ -23,29 +23,21 @@ typedef enum {
 
 static atomic_int poly_serial; /* unique SSA names inside the loop regions */
 
+/* Loop-region text with the names shared by its pieces. */
 typedef struct {
-  char *buf;
-  size_t size, off;
+  tt_region_text text;
   char pre[24];
   char T[96], I[96], B[96];
 } rtext;
 
-static void emit(rtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void emit(rtext *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (t->off < t->size) t->off += (size_t)vsnprintf(t->buf + t->off, t->size - t->off, fmt, ap);
-  va_end(ap);
-}
-
 /* %<pre><dst> = "stablehlo.<op>"(%<pre><a>, %<pre><b>) : (T, T) -> T */
 static void bin(rtext *t, const char *dst, const char *op, const char *a, const char *b) {
-  emit(t, "      %%%s%s = \"stablehlo.%s\"(%%%s%s, %%%s%s) : (%s, %s) -> %s\n", t->pre, dst, op, t->pre, a,
+  tt_region_text_add(&t->text, "      %%%s%s = \"stablehlo.%s\"(%%%s%s, %%%s%s) : (%s, %s) -> %s\n", t->pre, dst, op, t->pre, a,
        t->pre, b, t->T, t->T, t->T);
 }
 
 static void block_args(rtext *t) {
-  emit(t, "    ^bb0(%%%sj: tensor<i64>, %%%sp: %s, %%%sq: %s, %%%sx: %s, %%%sn: %s, %%%sm: tensor<i64>):\n",
+  tt_region_text_add(&t->text, "    ^bb0(%%%sj: tensor<i64>, %%%sp: %s, %%%sq: %s, %%%sx: %s, %%%sn: %s, %%%sm: tensor<i64>):\n",
        t->pre, t->pre, t->T, t->pre, t->T, t->pre, t->T, t->pre, t->I, t->pre);
 }
 
@@ -105,7 +97,7 @@ static tt_val recurrence(tt_builder *b, poly_kind kind, tt_val x, tt_val ni, tt_
   tt_val m = tt_b_binary(b, "subtract", tt_reduce_max(b, ni, all, xs.ndim), tt_b_constant(b, TT_I64, 1));
   tt_val j0 = tt_b_constant(b, TT_I64, 1);
   char region[8192];
-  rtext t = {region, sizeof region, 0, "", "", "", ""};
+  rtext t = {{region, sizeof region, 0}, "", "", "", ""};
   snprintf(t.pre, sizeof t.pre, "poly%d_", atomic_fetch_add(&poly_serial, 1));
   tt_shape_print(&xs, t.T, sizeof t.T);
   tt_shape_print(&ns, t.I, sizeof t.I);
@@ -117,33 +109,33 @@ static tt_val recurrence(tt_builder *b, poly_kind kind, tt_val x, tt_val ni, tt_
   tt_shape_print(&sc, S, sizeof S);
   char bd[64] = "array<i64>";
   block_args(&t);
-  emit(&t, "      %%%sc = \"stablehlo.compare\"(%%%sj, %%%sm) {comparison_direction = "
+  tt_region_text_add(&t.text, "      %%%sc = \"stablehlo.compare\"(%%%sj, %%%sm) {comparison_direction = "
            "#stablehlo<comparison_direction LE>, compare_type = #stablehlo<comparison_type SIGNED>} : "
            "(tensor<i64>, tensor<i64>) -> tensor<i1>\n", t.pre, t.pre, t.pre);
-  emit(&t, "      \"stablehlo.return\"(%%%sc) : (tensor<i1>) -> ()\n    }, {\n", t.pre);
+  tt_region_text_add(&t.text, "      \"stablehlo.return\"(%%%sc) : (tensor<i1>) -> ()\n    }, {\n", t.pre);
   block_args(&t);
-  emit(&t, "      %%%sone0 = \"stablehlo.constant\"() {value = dense<1.0> : %s} : () -> %s\n", t.pre, S, S);
-  emit(&t, "      %%%sone = \"stablehlo.broadcast_in_dim\"(%%%sone0) {broadcast_dimensions = %s} : (%s) -> %s\n",
+  tt_region_text_add(&t.text, "      %%%sone0 = \"stablehlo.constant\"() {value = dense<1.0> : %s} : () -> %s\n", t.pre, S, S);
+  tt_region_text_add(&t.text, "      %%%sone = \"stablehlo.broadcast_in_dim\"(%%%sone0) {broadcast_dimensions = %s} : (%s) -> %s\n",
        t.pre, t.pre, bd, S, t.T);
-  emit(&t, "      %%%sk0 = \"stablehlo.convert\"(%%%sj) : (tensor<i64>) -> %s\n", t.pre, t.pre, S);
-  emit(&t, "      %%%sk = \"stablehlo.broadcast_in_dim\"(%%%sk0) {broadcast_dimensions = %s} : (%s) -> %s\n",
+  tt_region_text_add(&t.text, "      %%%sk0 = \"stablehlo.convert\"(%%%sj) : (tensor<i64>) -> %s\n", t.pre, t.pre, S);
+  tt_region_text_add(&t.text, "      %%%sk = \"stablehlo.broadcast_in_dim\"(%%%sk0) {broadcast_dimensions = %s} : (%s) -> %s\n",
        t.pre, t.pre, bd, S, t.T);
-  emit(&t, "      %%%sji = \"stablehlo.broadcast_in_dim\"(%%%sj) {broadcast_dimensions = %s} : (tensor<i64>) -> %s\n",
+  tt_region_text_add(&t.text, "      %%%sji = \"stablehlo.broadcast_in_dim\"(%%%sj) {broadcast_dimensions = %s} : (tensor<i64>) -> %s\n",
        t.pre, t.pre, bd, t.I);
-  emit(&t, "      %%%sact = \"stablehlo.compare\"(%%%sji, %%%sn) {comparison_direction = "
+  tt_region_text_add(&t.text, "      %%%sact = \"stablehlo.compare\"(%%%sji, %%%sn) {comparison_direction = "
            "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : "
            "(%s, %s) -> %s\n", t.pre, t.pre, t.pre, t.I, t.I, t.B);
   step(&t, kind);
-  emit(&t, "      %%%sp2 = \"stablehlo.select\"(%%%sact, %%%sq, %%%sp) : (%s, %s, %s) -> %s\n", t.pre, t.pre, t.pre,
+  tt_region_text_add(&t.text, "      %%%sp2 = \"stablehlo.select\"(%%%sact, %%%sq, %%%sp) : (%s, %s, %s) -> %s\n", t.pre, t.pre, t.pre,
        t.pre, t.B, t.T, t.T, t.T);
-  emit(&t, "      %%%sq2 = \"stablehlo.select\"(%%%sact, %%%sr, %%%sq) : (%s, %s, %s) -> %s\n", t.pre, t.pre, t.pre,
+  tt_region_text_add(&t.text, "      %%%sq2 = \"stablehlo.select\"(%%%sact, %%%sr, %%%sq) : (%s, %s, %s) -> %s\n", t.pre, t.pre, t.pre,
        t.pre, t.B, t.T, t.T, t.T);
-  emit(&t, "      %%%sone64 = \"stablehlo.constant\"() {value = dense<1> : tensor<i64>} : () -> tensor<i64>\n", t.pre);
-  emit(&t, "      %%%sj2 = \"stablehlo.add\"(%%%sj, %%%sone64) : (tensor<i64>, tensor<i64>) -> tensor<i64>\n",
+  tt_region_text_add(&t.text, "      %%%sone64 = \"stablehlo.constant\"() {value = dense<1> : tensor<i64>} : () -> tensor<i64>\n", t.pre);
+  tt_region_text_add(&t.text, "      %%%sj2 = \"stablehlo.add\"(%%%sj, %%%sone64) : (tensor<i64>, tensor<i64>) -> tensor<i64>\n",
        t.pre, t.pre, t.pre);
-  emit(&t, "      \"stablehlo.return\"(%%%sj2, %%%sp2, %%%sq2, %%%sx, %%%sn, %%%sm) : (tensor<i64>, %s, %s, %s, %s, "
+  tt_region_text_add(&t.text, "      \"stablehlo.return\"(%%%sj2, %%%sp2, %%%sq2, %%%sx, %%%sn, %%%sm) : (tensor<i64>, %s, %s, %s, %s, "
            "tensor<i64>) -> ()", t.pre, t.pre, t.pre, t.pre, t.pre, t.pre, t.T, t.T, t.T, t.I);
-  if (t.off >= t.size) return tt_b_fail(b, TT_ERR_RUNTIME, "internal: polynomial loop text too long");
+  if (t.text.off >= t.text.size) return tt_b_fail(b, TT_ERR_RUNTIME, "internal: polynomial loop text too long");
   tt_val ins[6] = {j0, p0, q0, x, ni, m}, res[6];
   tt_shape outs[6] = {tt_shape_scalar(TT_I64), xs, xs, xs, ns, tt_shape_scalar(TT_I64)};
   if (!tt_b_op_multi(b, "stablehlo.while", ins, 6, NULL, region, outs, 6, res)) return TT_INVALID;

@@ -21,18 +21,6 @@
 
 static atomic_int zeta_serial; /* unique SSA names inside the loop regions */
 
-typedef struct {
-  char *buf;
-  size_t size, off;
-} rtext;
-
-static void emit(rtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void emit(rtext *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (t->off < t->size) t->off += (size_t)vsnprintf(t->buf + t->off, t->size - t->off, fmt, ap);
-  va_end(ap);
-}
 
 /* s + sum_{k=1..max(n)} [k <= n] (q + k)^-x per element (all float64 of one
  * shape; n holds whole numbers). */
@@ -48,29 +36,29 @@ static tt_val direct_terms(tt_builder *b, tt_val s0, tt_val q, tt_val negx, tt_v
   tt_shape_print(&bs, B, sizeof B);
   snprintf(p, sizeof p, "zeta%d_", atomic_fetch_add(&zeta_serial, 1));
   char region[6144];
-  rtext t = {region, sizeof region, 0};
+  tt_region_text t = {region, sizeof region, 0};
   const char *args = "    ^bb0(%%%sj: tensor<i64>, %%%ss: %s, %%%sq: %s, %%%sx: %s, %%%sn: %s, %%%sm: tensor<i64>):\n";
-  emit(&t, args, p, p, T, p, T, p, T, p, T, p);
-  emit(&t, "      %%%sc = \"stablehlo.compare\"(%%%sj, %%%sm) {comparison_direction = "
+  tt_region_text_add(&t, args, p, p, T, p, T, p, T, p, T, p);
+  tt_region_text_add(&t, "      %%%sc = \"stablehlo.compare\"(%%%sj, %%%sm) {comparison_direction = "
            "#stablehlo<comparison_direction LE>, compare_type = #stablehlo<comparison_type SIGNED>} : "
            "(tensor<i64>, tensor<i64>) -> tensor<i1>\n", p, p, p);
-  emit(&t, "      \"stablehlo.return\"(%%%sc) : (tensor<i1>) -> ()\n    }, {\n", p);
-  emit(&t, args, p, p, T, p, T, p, T, p, T, p);
-  emit(&t, "      %%%sk0 = \"stablehlo.convert\"(%%%sj) : (tensor<i64>) -> tensor<f64>\n", p, p);
-  emit(&t, "      %%%sk = \"stablehlo.broadcast_in_dim\"(%%%sk0) {broadcast_dimensions = array<i64>} : "
+  tt_region_text_add(&t, "      \"stablehlo.return\"(%%%sc) : (tensor<i1>) -> ()\n    }, {\n", p);
+  tt_region_text_add(&t, args, p, p, T, p, T, p, T, p, T, p);
+  tt_region_text_add(&t, "      %%%sk0 = \"stablehlo.convert\"(%%%sj) : (tensor<i64>) -> tensor<f64>\n", p, p);
+  tt_region_text_add(&t, "      %%%sk = \"stablehlo.broadcast_in_dim\"(%%%sk0) {broadcast_dimensions = array<i64>} : "
            "(tensor<f64>) -> %s\n", p, p, T);
-  emit(&t, "      %%%sa = \"stablehlo.add\"(%%%sq, %%%sk) : (%s, %s) -> %s\n", p, p, p, T, T, T);
-  emit(&t, "      %%%st = \"stablehlo.power\"(%%%sa, %%%sx) : (%s, %s) -> %s\n", p, p, p, T, T, T);
-  emit(&t, "      %%%ss1 = \"stablehlo.add\"(%%%ss, %%%st) : (%s, %s) -> %s\n", p, p, p, T, T, T);
-  emit(&t, "      %%%sact = \"stablehlo.compare\"(%%%sk, %%%sn) {comparison_direction = "
+  tt_region_text_add(&t, "      %%%sa = \"stablehlo.add\"(%%%sq, %%%sk) : (%s, %s) -> %s\n", p, p, p, T, T, T);
+  tt_region_text_add(&t, "      %%%st = \"stablehlo.power\"(%%%sa, %%%sx) : (%s, %s) -> %s\n", p, p, p, T, T, T);
+  tt_region_text_add(&t, "      %%%ss1 = \"stablehlo.add\"(%%%ss, %%%st) : (%s, %s) -> %s\n", p, p, p, T, T, T);
+  tt_region_text_add(&t, "      %%%sact = \"stablehlo.compare\"(%%%sk, %%%sn) {comparison_direction = "
            "#stablehlo<comparison_direction LE>, compare_type = #stablehlo<comparison_type FLOAT>} : "
            "(%s, %s) -> %s\n", p, p, p, T, T, B);
-  emit(&t, "      %%%ss2 = \"stablehlo.select\"(%%%sact, %%%ss1, %%%ss) : (%s, %s, %s) -> %s\n", p, p, p, p, B, T,
+  tt_region_text_add(&t, "      %%%ss2 = \"stablehlo.select\"(%%%sact, %%%ss1, %%%ss) : (%s, %s, %s) -> %s\n", p, p, p, p, B, T,
        T, T);
-  emit(&t, "      %%%sone = \"stablehlo.constant\"() {value = dense<1> : tensor<i64>} : () -> tensor<i64>\n", p);
-  emit(&t, "      %%%sj2 = \"stablehlo.add\"(%%%sj, %%%sone) : (tensor<i64>, tensor<i64>) -> tensor<i64>\n", p,
+  tt_region_text_add(&t, "      %%%sone = \"stablehlo.constant\"() {value = dense<1> : tensor<i64>} : () -> tensor<i64>\n", p);
+  tt_region_text_add(&t, "      %%%sj2 = \"stablehlo.add\"(%%%sj, %%%sone) : (tensor<i64>, tensor<i64>) -> tensor<i64>\n", p,
        p, p);
-  emit(&t, "      \"stablehlo.return\"(%%%sj2, %%%ss2, %%%sq, %%%sx, %%%sn, %%%sm) : (tensor<i64>, %s, %s, %s, %s, "
+  tt_region_text_add(&t, "      \"stablehlo.return\"(%%%sj2, %%%ss2, %%%sq, %%%sx, %%%sn, %%%sm) : (tensor<i64>, %s, %s, %s, %s, "
            "tensor<i64>) -> ()", p, p, p, p, p, p, T, T, T, T);
   if (t.off >= t.size) return tt_b_fail(b, TT_ERR_RUNTIME, "internal: zeta loop text too long");
   tt_val ins[6] = {tt_b_constant(b, TT_I64, 1), s0, q, negx, n, m}, res[6];
