@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache/compile_cache.h"
 #include "cache/disk_cache.h"
 #include "graph/core.h"
 
@@ -31,8 +32,16 @@ static tt_disk_cache *cache_locked(void) {
     warn("disabled (no build id for the core)", err);
     return NULL;
   }
+  /* XLA_FLAGS change what the plugin compiles: each setting gets its own
+   * partition (hashed, the flags can be long). */
+  const char *xla_flags = getenv("XLA_FLAGS");
+  char flags_part[40] = "";
+  if (xla_flags && *xla_flags)
+    snprintf(flags_part, sizeof flags_part, ";xla_flags=%016llx",
+             (unsigned long long)tt_hash_bytes(xla_flags, strlen(xla_flags)));
   char fingerprint[1024];
-  snprintf(fingerprint, sizeof fingerprint, "%s;core=%s", tt_runtime_fingerprint(rt), code_id);
+  snprintf(fingerprint, sizeof fingerprint, "%s;core=%s%s", tt_runtime_fingerprint(rt), code_id,
+           flags_part);
   err = tt_disk_cache_open_default(fingerprint, &disk);
   if (err) {
     warn("disabled", err);

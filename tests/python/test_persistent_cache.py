@@ -47,6 +47,17 @@ def test_second_process_starts_warm(tmp_path, mode):
     assert loss2 == loss1
 
 
+def test_xla_flags_get_their_own_partition(tmp_path):
+    # XLA_FLAGS change the compiled code: a cache filled without them must
+    # not serve a process that sets them (and vice versa).
+    _, compiles1, _ = train(tmp_path, "fused")
+    flags = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
+    _, compiles2, loads2 = train(tmp_path, "fused", flags)
+    assert compiles2 > 0 and loads2 == 0
+    _, compiles3, loads3 = train(tmp_path, "fused", flags)
+    assert compiles3 == 0 and loads3 > 0
+
+
 @pytest.mark.parametrize("damage", ["corrupt", "truncate"])
 def test_damaged_entries_are_removed_and_recompiled(tmp_path, damage):
     loss1, compiles1, _ = train(tmp_path, "fused")
