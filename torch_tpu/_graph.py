@@ -67,4 +67,4 @@ def capture(replay_args=None):
 def replay(handle, args):
     """Runs a captured program on new arguments: a list of outputs, or None
     (nothing ran) when the arguments' layout differs from the captured call."""
-    return _C._replay_run(handle, list(args))
+    return _C._replay_run(handle, args if isinstance(args, list) else list(args))

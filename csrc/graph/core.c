@@ -116,3 +116,17 @@ void tt_core_next_rng_state(int device, uint64_t state[2]) {
   state[1] = mix64(state[0] + 0x632BE59BD9B4E019ULL);
   pthread_mutex_unlock(&rng_lock);
 }
+
+tt_error *tt_core_upload_scalar(int device, tt_dtype dtype, const void *bytes, tt_buffer **out) {
+  return tt_buffer_from_host(tt_core_runtime(), device, dtype, NULL, 0, bytes, out);
+}
+
+tt_error *tt_core_upload_rng_state(int device, const uint64_t *state, tt_buffer **out) {
+  uint64_t next[2];
+  if (!state) {
+    tt_core_next_rng_state(device, next);
+    state = next;
+  }
+  int64_t two = 2;
+  return tt_buffer_from_host(tt_core_runtime(), device, TT_U64, &two, 1, state, out);
+}

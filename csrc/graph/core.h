@@ -27,4 +27,10 @@ uint64_t tt_core_initial_seed(int device);
 /* Next PHILOX state for a random op on `device` (advances the counter). */
 void tt_core_next_rng_state(int device, uint64_t state[2]);
 
+/* Program parameters that are host values, as device buffers (the caller
+ * owns *out): a 0-dim scalar of dtype from its bytes, and an RNG state
+ * (two u64; state NULL draws the next one for the device). */
+tt_error *tt_core_upload_scalar(int device, tt_dtype dtype, const void *bytes, tt_buffer **out);
+tt_error *tt_core_upload_rng_state(int device, const uint64_t *state, tt_buffer **out);
+
 #endif

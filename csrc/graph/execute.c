@@ -335,7 +335,6 @@ void tt_param_scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned
 }
 
 static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *res) {
-  tt_runtime *rt = tt_core_runtime();
   int np = p->n_params;
   tt_buffer *stack_in[32], *stack_owned[32], *stack_out[16];
   tt_buffer **in = np <= 32 ? stack_in : calloc((size_t)np, sizeof *in);
@@ -359,13 +358,10 @@ static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *r
     } else if (pp->kind == TT_PARAM_SCALAR) {
       unsigned char bytes[8];
       tt_param_scalar_bytes(args, pp, bytes);
-      err = tt_buffer_from_host(rt, device, pp->dtype, NULL, 0, bytes, &owned[i]);
+      err = tt_core_upload_scalar(device, pp->dtype, bytes, &owned[i]);
       in[i] = owned[i];
     } else {
-      uint64_t state[2];
-      int64_t two = 2;
-      tt_core_next_rng_state(device, state);
-      err = tt_buffer_from_host(rt, device, TT_U64, &two, 1, state, &owned[i]);
+      err = tt_core_upload_rng_state(device, NULL, &owned[i]);
       in[i] = owned[i];
     }
   }

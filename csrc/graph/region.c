@@ -567,7 +567,6 @@ static void reset_region(void) {
 }
 
 static tt_error *launch_region(region_program *rp, const bool *donate) {
-  tt_runtime *rt = tt_core_runtime();
   tt_buffer **in = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *in);
   bool *owned = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *owned);
   tt_buffer **outs = calloc((size_t)(rp->n_outs ? rp->n_outs : 1), sizeof *outs);
@@ -579,10 +578,11 @@ static tt_error *launch_region(region_program *rp, const bool *donate) {
       err = tt_storage_ensure(R.slots[pp->index].storage, pp->dtype, &in[i]);
     } else {
       const param_value *pv = &R.values[pp->index];
-      int64_t two = 2;
+      uint64_t state[2];
+      memcpy(state, pv->bytes, sizeof state);
       owned[i] = true;
-      err = pv->is_rng ? tt_buffer_from_host(rt, R.device, TT_U64, &two, 1, pv->bytes, &in[i])
-                       : tt_buffer_from_host(rt, R.device, pv->dtype, NULL, 0, pv->bytes, &in[i]);
+      err = pv->is_rng ? tt_core_upload_rng_state(R.device, state, &in[i])
+                       : tt_core_upload_scalar(R.device, pv->dtype, pv->bytes, &in[i]);
     }
   }
   if (!err) err = tt_execute(rp->exe, R.device, in, rp->n_params, outs, rp->n_outs);

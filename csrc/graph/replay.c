@@ -220,7 +220,6 @@ static bool args_match(const tt_replay *r, const tt_tensor_ref *args, int n_args
 /* Input buffers for the launch; values are new buffers (owned[p]). */
 static tt_error *gather_inputs(tt_replay *r, const tt_tensor_ref *args, tt_buffer **in, bool *owned,
                                bool *matched) {
-  tt_runtime *rt = tt_core_runtime();
   for (int p = 0; p < r->n_params; p++) {
     replay_param *rp = &r->params[p];
     if (rp->kind == TT_LAUNCH_STORAGE) {
@@ -233,14 +232,8 @@ static tt_error *gather_inputs(tt_replay *r, const tt_tensor_ref *args, tt_buffe
       continue;
     }
     owned[p] = true;
-    if (rp->kind == TT_LAUNCH_RNG) {
-      uint64_t state[2];
-      int64_t two = 2;
-      tt_core_next_rng_state(r->device, state);
-      TT_TRY(tt_buffer_from_host(rt, r->device, TT_U64, &two, 1, state, &in[p]));
-    } else {
-      TT_TRY(tt_buffer_from_host(rt, r->device, rp->dtype, NULL, 0, rp->bytes, &in[p]));
-    }
+    TT_TRY(rp->kind == TT_LAUNCH_RNG ? tt_core_upload_rng_state(r->device, NULL, &in[p])
+                                     : tt_core_upload_scalar(r->device, rp->dtype, rp->bytes, &in[p]));
   }
   return NULL;
 }
