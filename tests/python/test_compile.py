@@ -292,16 +292,63 @@ def test_compiled_optimizer_step():
         opt_t.step()
 
     x = torch.randn(5, 8)
-    for _ in range(3):
+    for _ in range(6):
         for model, opt, inp in ((cpu, opt_c, x), (tpu, opt_t, x.tpu())):
             opt.zero_grad(set_to_none=True)
             model(inp).pow(2).mean().backward()
         opt_c.step()
         step_t()
+        for p, q in zip(cpu.parameters(), tpu.parameters()):
+            close(q, p, PARAM_ATOL)
     for p, q in zip(cpu.parameters(), tpu.parameters()):
-        close(q, p)
-    assert graphs(), "the optimizer step was not compiled"
-    assert all(not g.eager_ops for g in graphs())
+        sc, st = opt_c.state[p], opt_t.state[q]
+        assert st["step"].device.type == "cpu" and st["step"].item() == sc["step"].item() == 6
+        close(st["exp_avg"], sc["exp_avg"])
+        close(st["exp_avg_sq"], sc["exp_avg_sq"])
+    g = graphs()
+    assert g, "the optimizer step was not compiled"
+    assert all(not gr.eager_ops for gr in g)
+    # The CPU step counters and bias corrections run as a host prelude, so
+    # the tpu part takes only tpu tensors and later calls are replayed.
+    step_graph = g[-1]
+    assert step_graph.host_ops > 0 and step_graph.replays >= 4, step_graph.summary()
+
+
+def test_host_prelude_feeds_cpu_scalars_and_keeps_cpu_outputs():
+    def f(x, count, scale):
+        count.add_(1)                      # a CPU counter updated in place
+        factor = scale * count.pow(2)      # CPU scalar math
+        return x * factor + count, count * 10
+
+    cf = torch.compile(f, backend="tpu")
+    xc, cc, sc = torch.randn(3, 4), torch.tensor(0.0), torch.tensor(0.5)
+    ct = cc.clone()
+    for _ in range(4):
+        got, want = cf(xc.tpu(), ct, sc), f(xc, cc, sc)
+        close(got[0], want[0])
+        assert got[1].device.type == "cpu" and got[1].item() == want[1].item()
+    assert ct.item() == cc.item() == 4.0
+    g = graphs()[0]
+    assert g.host_ops > 0 and g.replays == 3, g.summary()
+
+
+def test_cpu_tensor_read_by_the_device_part_is_not_hoisted():
+    def f(x, table):
+        return x + table.to("tpu")  # a CPU vector (not a scalar) the tpu part reads
+
+    def g(x, count):
+        y = x * count   # reads the counter before the update below
+        count.add_(1)
+        return y
+
+    cf, cg = torch.compile(f, backend="tpu"), torch.compile(g, backend="tpu")
+    x, table = torch.randn(2, 3), torch.randn(3)
+    cc, ct = torch.tensor(1.0), torch.tensor(1.0)
+    for _ in range(3):
+        close(cf(x.tpu(), table), x + table)
+        close(cg(x.tpu(), ct), g(x, cc))
+    assert ct.item() == cc.item() == 4.0
+    assert [gr.host_ops for gr in graphs()] == [0, 0]
 
 
 # -- replay (the fast path of later calls) ----------------------------------

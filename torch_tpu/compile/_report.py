@@ -13,6 +13,7 @@ class GraphReport:
     ops: int                              # aten op nodes in the graph
     partitions: list                      # op count of each part run as one program
     eager_ops: list                       # ops outside every part (run eagerly, CPU fallback)
+    host_ops: int = 0                     # CPU scalar ops run before the graph (host prelude)
     calls: int = 0
     first_call_s: float = 0.0             # first call: capture + XLA compile + run
     programs: object = None               # programs launched by the latest call (None: unknown)
@@ -30,6 +31,8 @@ class GraphReport:
                 f"first call {self.first_call_s * 1e3:.0f} ms, replays={self.replays}")
         if self.replay_why_not:
             line += f" (not replayed: {self.replay_why_not})"
+        if self.host_ops:
+            line += f", host prelude: {self.host_ops} CPU scalar ops"
         if self.eager_ops:
             line += f", eager ops: {', '.join(sorted(set(self.eager_ops)))}"
         if self.breaks:

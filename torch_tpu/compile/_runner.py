@@ -10,6 +10,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from .. import _graph
 from . import _report
+from ._host import split_host_prelude
 from ._support import node_runs_natively, overload_name
 
 
@@ -59,6 +60,12 @@ class CompiledGraph:
 
     def __init__(self, gm, kind, report, options):
         self.options = options
+        # CPU scalar math (a compiled optimizer's step counters) runs as a
+        # host prelude, so that the device part's arguments are all tpu
+        # tensors and it can be replayed.
+        self.host = split_host_prelude(gm)
+        if self.host is not None:
+            gm = self.host.device
         ops = _aten_ops(gm)
         eager = [n for n in ops if not node_runs_natively(n)]
         if eager and options.fallback == "raise":
@@ -67,7 +74,8 @@ class CompiledGraph:
                 f"torch_tpu.compile: the {kind} graph has ops without a tpu lowering: "
                 f"{', '.join(names)} (options fallback='raise'; use 'allow' to run them eagerly)")
         self.graph_report = _report.GraphReport(
-            kind=kind, ops=len(ops), partitions=[], eager_ops=[overload_name(n.target) for n in eager])
+            kind=kind, ops=len(ops), partitions=[], eager_ops=[overload_name(n.target) for n in eager],
+            host_ops=0 if self.host is None else len(_aten_ops(self.host.host)))
         report.graphs.append(self.graph_report)
         self._programs = self._breaks = None
         if not eager:
@@ -97,6 +105,12 @@ class CompiledGraph:
         self.graph_report.compiles += getattr(cap, "compiles", 0)
 
     def run(self, args):
+        if self.host is None:
+            return self._run_device(args)
+        device_args, host_out = self.host.run_host(args)
+        return self.host.merge(host_out, self._run_device(device_args))
+
+    def _run_device(self, args):
         if isinstance(self.module, _CapturedPart):
             for handle, container in self.module.replays:
                 out = _graph.replay(handle, args)
