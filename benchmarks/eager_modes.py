@@ -57,11 +57,14 @@ def _trainer(model_name, mode):
     return step
 
 
-def measure(model_name, steps, warmup=4):
-    """Per mode: median step time (ms; the modes' steps interleaved round by
-    round so load changes hit both alike), compiles over the timed steps,
+def measure(model_name, steps, warmup=4, block=5):
+    """Per mode: median step time (ms), compiles over the timed steps,
     programs and launches in the last step, peak device buffer bytes of a
-    step (measured alone)."""
+    step (measured alone). Steps are timed in blocks of `block` with one
+    synchronize per block, as a training loop that reads the loss now and
+    then runs: the host records or dispatches the next step while the device
+    runs the previous one. The modes' blocks alternate round by round so
+    load changes on the shared machine hit both alike."""
     modes = ("strict", "fused")
     steppers = {m: _trainer(model_name, m) for m in modes}
     for m in modes:
@@ -74,9 +77,10 @@ def measure(model_name, steps, warmup=4):
     for _ in range(steps):
         for m in modes:
             t0 = time.perf_counter()
-            steppers[m]()
+            for _ in range(block):
+                steppers[m]()
             torch.tpu.synchronize()
-            times[m].append((time.perf_counter() - t0) * 1e3)
+            times[m].append((time.perf_counter() - t0) * 1e3 / block)
     compiles1 = torch_tpu.cache_stats()["compiles_by_mode"]
     for m in modes:  # one mode alone: per-step counts and memory are its own
         for _ in range(2):
@@ -150,7 +154,8 @@ def time_to_first_steps():
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=10, help="timed blocks per mode")
+    p.add_argument("--block", type=int, default=5, help="steps per timed block (one sync each)")
     p.add_argument("--first-step-only", action="store_true", help="only (b)")
     a = p.parse_args()
     if a.first_step_only:
@@ -158,9 +163,10 @@ def main():
         return
     rows = {}
     for name in ("minGPT", "Llama"):
-        for mode, row in measure(name, a.steps).items():
+        for mode, row in measure(name, a.steps, block=a.block).items():
             rows[name, mode] = row
-    print("(a) training step, Fused vs Strict eager (median of %d steps after warm-up)" % a.steps)
+    print("(a) training step, Fused vs Strict eager (median over %d blocks of %d steps, "
+          "one sync per block, after warm-up)" % (a.steps, a.block))
     for name in ("minGPT", "Llama"):
         s, f = rows[name, "strict"], rows[name, "fused"]
         print(f"    {name:7s} strict {s['ms']:7.1f} ms   fused {f['ms']:7.1f} ms   "

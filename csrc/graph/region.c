@@ -83,6 +83,7 @@ static struct {
   uint64_t flushes_at_capture; /* flush count when the outermost capture began */
   struct replay_request *replay_req; /* set while capture_end builds a replay */
   int max_ops;
+  bool max_ops_chosen; /* by TORCH_TPU_FUSED_MAX_OPS or tt_region_set_max_ops */
   tt_region_stats stats;
 } R = {.lock = PTHREAD_MUTEX_INITIALIZER, .max_ops = 0};
 
@@ -109,6 +110,7 @@ static int max_ops(void) {
     const char *env = getenv("TORCH_TPU_FUSED_MAX_OPS");
     int n = env ? atoi(env) : 0;
     R.max_ops = n > 0 ? n : 2048;
+    R.max_ops_chosen = n > 0;
   }
   return R.max_ops;
 }
@@ -116,12 +118,40 @@ static int max_ops(void) {
 void tt_region_set_max_ops(int n) {
   pthread_mutex_lock(&R.lock);
   R.max_ops = n > 0 ? n : 2048;
+  R.max_ops_chosen = n > 0;
   pthread_mutex_unlock(&R.lock);
+}
+
+/* On the CPU plugin XLA mallocs each run's scratch memory, and glibc serves
+ * a block above 32 MiB (its largest mmap threshold) with freshly mapped pages
+ * on every run: one page fault per 4 KiB touched, 8,500 per step for the
+ * 33 MiB of a Llama training-step region (about a tenth of the step). When a
+ * new region program needs more, later regions are cut shorter, in
+ * proportion, so that each program's scratch stays under it. A size cap the
+ * user chose is left alone. */
+#define TT_CPU_SCRATCH_LIMIT (32LL << 20)
+enum { TT_MIN_REGION_OPS = 64 };
+
+static void fit_scratch(const region_program *rp, int n_ops) {
+  int64_t temp = tt_executable_temp_bytes(rp->exe);
+  if (R.max_ops_chosen || temp <= TT_CPU_SCRATCH_LIMIT ||
+      strcmp(tt_runtime_platform_name(tt_core_runtime()), "cpu") != 0)
+    return;
+  int cap = (int)((double)n_ops * 0.9 * (double)TT_CPU_SCRATCH_LIMIT / (double)temp);
+  if (cap < TT_MIN_REGION_OPS) cap = TT_MIN_REGION_OPS;
+  if (cap >= max_ops()) return;
+  R.max_ops = cap;
+  R.stats.scratch_splits++;
+  if (tt_log_compiles_enabled())
+    fprintf(stderr, "torch_tpu: a fused region of %d ops needs %.1f MiB of scratch per run; "
+            "later regions are cut at %d ops to stay under %lld MiB\n",
+            n_ops, (double)temp / (1 << 20), cap, TT_CPU_SCRATCH_LIMIT >> 20);
 }
 
 tt_region_stats tt_region_get_stats(void) {
   pthread_mutex_lock(&R.lock);
   tt_region_stats s = R.stats;
+  s.max_ops = max_ops();
   pthread_mutex_unlock(&R.lock);
   return s;
 }
@@ -671,6 +701,7 @@ static tt_error *flush_locked(tt_flush_reason reason) {
     R.stats.cache_hits++;
   } else if ((rp = load_region(is_output))) {
     R.stats.disk_loads++;
+    fit_scratch(rp, R.n_ops);
     rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, 0);
   } else {
     err = build_region(is_output, donate, &rp);
@@ -679,6 +710,7 @@ static tt_error *flush_locked(tt_flush_reason reason) {
       R.stats.compile_seconds += rp->compile_seconds;
       tt_note_compile(TT_MODE_FUSED);
       store_region(rp);
+      fit_scratch(rp, R.n_ops);
       rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, rp->compile_seconds);
     }
   }

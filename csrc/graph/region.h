@@ -69,8 +69,10 @@ typedef struct {
   uint64_t cache_hits;     /* region programs found in the cache */
   uint64_t disk_loads;     /* region programs loaded from the persistent cache */
   uint64_t values_elided;  /* pending values never materialized (tensor died) */
+  uint64_t scratch_splits; /* size cap lowered to keep CPU scratch under 32 MiB */
   uint64_t buffers_donated; /* input buffers an output reused in place */
   double compile_seconds;
+  int max_ops;             /* the size cap now in force */
 } tt_region_stats;
 
 tt_region_stats tt_region_get_stats(void);

@@ -417,6 +417,28 @@ typedef struct {
 TT_PJRT_STRUCT_SIZE(PJRT_Executable_NumOutputs_Args, num_outputs);
 typedef PJRT_Error *PJRT_Executable_NumOutputs(PJRT_Executable_NumOutputs_Args *args);
 
+/* Memory the compiled program needs (xla::CompiledMemoryStats). The last two
+ * fields came later than the others; plugins accept the larger struct. */
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  PJRT_Executable *executable;
+  int64_t generated_code_size_in_bytes; /* out */
+  int64_t argument_size_in_bytes;       /* out */
+  int64_t output_size_in_bytes;         /* out */
+  int64_t alias_size_in_bytes;          /* out */
+  int64_t temp_size_in_bytes;           /* out: scratch allocated for each run */
+  int64_t host_generated_code_size_in_bytes;
+  int64_t host_argument_size_in_bytes;
+  int64_t host_output_size_in_bytes;
+  int64_t host_alias_size_in_bytes;
+  int64_t host_temp_size_in_bytes;
+  int64_t peak_memory_in_bytes;
+  int64_t total_size_in_bytes;
+} PJRT_Executable_GetCompiledMemoryStats_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_Executable_GetCompiledMemoryStats_Args, total_size_in_bytes);
+typedef PJRT_Error *PJRT_Executable_GetCompiledMemoryStats(
+    PJRT_Executable_GetCompiledMemoryStats_Args *args);
+
 typedef struct {
   TT_PJRT_ARGS_HEAD;
   PJRT_Executable *executable;
@@ -731,7 +753,7 @@ typedef struct PJRT_Api {
   PJRT_Unused *PJRT_Client_CreateViewOfDeviceBuffer;
   PJRT_Unused *PJRT_Executable_Fingerprint;
   PJRT_Unused *PJRT_Client_TopologyDescription;
-  PJRT_Unused *PJRT_Executable_GetCompiledMemoryStats;
+  PJRT_Executable_GetCompiledMemoryStats *PJRT_Executable_GetCompiledMemoryStats;
   PJRT_Unused *PJRT_Memory_Kind_Id;
   PJRT_Unused *PJRT_ExecuteContext_Create;
   PJRT_Unused *PJRT_ExecuteContext_Destroy;

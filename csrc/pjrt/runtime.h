@@ -101,6 +101,8 @@ tt_error *tt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
                      const tt_compile_options *options, tt_executable **out);
 
 int tt_executable_num_outputs(const tt_executable *exe);
+/* Scratch memory the program allocates for each run (bytes), -1 if unknown. */
+int64_t tt_executable_temp_bytes(const tt_executable *exe);
 tt_executable *tt_executable_retain(tt_executable *exe);
 void tt_executable_release(tt_executable *exe);
 

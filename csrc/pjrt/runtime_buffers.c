@@ -28,6 +28,22 @@ static void pjrt_executable_destroy(const PJRT_Api *api, PJRT_Executable *e) {
   tt_error_free(tt_pjrt_error(api, api->PJRT_Executable_Destroy(&d), TT_ERR_RUNTIME, "destroy"));
 }
 
+/* The program's per-run scratch size, or -1 where the plugin does not say. */
+static int64_t read_temp_bytes(const PJRT_Api *api, PJRT_Executable *e) {
+  if (!TT_PJRT_HAS(api, PJRT_Executable_GetCompiledMemoryStats)) return -1;
+  PJRT_Executable_GetCompiledMemoryStats_Args m = {
+      .struct_size = PJRT_Executable_GetCompiledMemoryStats_Args_SIZE, .executable = e};
+  tt_error *err = tt_pjrt_error(api, api->PJRT_Executable_GetCompiledMemoryStats(&m),
+                                TT_ERR_RUNTIME, "PJRT_Executable_GetCompiledMemoryStats failed");
+  if (err) {
+    tt_error_free(err); /* only a tuning hint: unknown is fine */
+    return -1;
+  }
+  return m.temp_size_in_bytes;
+}
+
+int64_t tt_executable_temp_bytes(const tt_executable *exe) { return exe ? exe->temp_bytes : -1; }
+
 /* ---------------------------------------------------------------- buffers */
 
 tt_error *tt_buffer_wrap(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_dtype dtype, int ndim,
@@ -401,6 +417,7 @@ static tt_error *executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, tt_e
   e->rt = rt;
   e->exe = le;
   e->may_donate = true; /* tt_compile narrows it from the program text */
+  e->temp_bytes = -1;
   tt_runtime_retain_internal(rt);
   atomic_fetch_add(&rt->live_executables, 1);
 
@@ -416,6 +433,7 @@ static tt_error *executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, tt_e
     if (!err) {
       e->num_outputs = (int)no.num_outputs;
       read_output_shapes(e, g.executable);
+      e->temp_bytes = read_temp_bytes(api, g.executable);
     }
     pjrt_executable_destroy(api, g.executable);
   }

@@ -57,6 +57,7 @@ struct tt_buffer {
 struct tt_executable {
   atomic_int refs;
   int num_outputs;
+  int64_t temp_bytes; /* scratch memory each run allocates; -1: unknown */
   int fixed_device; /* -1: portable, runs anywhere via execute_device */
   bool out_known;   /* out_dtypes/out_ndims/out_dims are filled */
   bool may_donate;  /* the program aliases inputs to outputs (or may: loaded) */

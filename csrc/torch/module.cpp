@@ -60,6 +60,8 @@ py::dict cache_stats() {
   fused["cache_hits"] = r.cache_hits;
   fused["disk_loads"] = r.disk_loads;
   fused["values_elided"] = r.values_elided;
+  fused["scratch_splits"] = r.scratch_splits;
+  fused["max_ops"] = r.max_ops;
   fused["buffers_donated"] = r.buffers_donated;
   fused["compile_seconds"] = r.compile_seconds;
   py::dict flushes;

@@ -103,6 +103,42 @@ def test_size_cap_flushes():
         torch_tpu._C._set_fused_max_ops(0)
 
 
+def _three_live_products(x, w):
+    # Distinct shapes, so that loop detection sees no repeat; a, b and c are
+    # alive together (32, 16 and 32 MiB) and die inside the region.
+    a = x @ w[:16, :32]
+    b = a @ w[:32, :16]
+    c = b @ w[:16, :32]
+    return a * c + b.mean(1, keepdim=True)
+
+
+def test_region_over_cpu_scratch_limit_is_cut_shorter():
+    """On the CPU plugin a region program needing over 32 MiB of scratch per
+    run (glibc maps such blocks afresh on every run) lowers the size cap for
+    later regions; a cap the user chose is kept (csrc/graph/region.c)."""
+    torch_tpu._C._set_fused_max_ops(0)  # the default cap, not a chosen one
+    try:
+        torch.manual_seed(0)
+        x, w = torch.randn(262144, 16), torch.randn(32, 32) / 4
+        xt, wt = x.to("tpu"), w.to("tpu")
+        torch_tpu.sync()
+        s0 = torch_tpu.cache_stats()["fused"]
+        assert s0["max_ops"] == 2048
+        got = _three_live_products(xt, wt).cpu()
+        torch.testing.assert_close(got, _three_live_products(x, w), rtol=1e-5, atol=1e-4)
+        s1 = torch_tpu.cache_stats()["fused"]
+        if torch_tpu._C._platform_name() == "cpu":
+            assert s1["scratch_splits"] == s0["scratch_splits"] + 1
+            assert 64 <= s1["max_ops"] < 2048
+        torch_tpu._C._set_fused_max_ops(2048)  # chosen by the user: left alone
+        torch.testing.assert_close(_three_live_products(xt * 2, wt).cpu(),
+                                   _three_live_products(x * 2, w), rtol=1e-5, atol=1e-4)
+        s2 = torch_tpu.cache_stats()["fused"]
+        assert s2["max_ops"] == 2048 and s2["scratch_splits"] == s1["scratch_splits"]
+    finally:
+        torch_tpu._C._set_fused_max_ops(0)
+
+
 def test_loop_boundary_makes_each_step_one_cached_program():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
