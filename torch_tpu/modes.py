@@ -8,8 +8,9 @@
   ``torch.save``, ``bool()``), when a CPU-fallback op needs its inputs, on
   ``torch_tpu.sync()``, when the op sequence starts repeating (a loop
   boundary, so a training step becomes one cached program), or after
-  ``TORCH_TPU_FUSED_MAX_OPS`` ops (default 2048). Tensors that die before the
-  flush are never materialized.
+  ``TORCH_TPU_FUSED_MAX_OPS`` ops (default 2048; on the CPU plugin lowered
+  automatically when a region's program needs over 32 MiB of scratch per run).
+  Tensors that die before the flush are never materialized.
 - ``debug``: every op waits for its result (so a device failure is reported
   at the op that caused it) and compiles are logged with the op and shapes
   that caused them. Two optional checks, by environment variable:

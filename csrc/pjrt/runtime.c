@@ -426,6 +426,7 @@ static tt_error *read_devices(tt_runtime *rt) {
 
 static void runtime_free(tt_runtime *rt) {
   if (!rt) return;
+  tt_reaper_shutdown(rt); /* destroys the buffers still queued */
   if (rt->client) {
     /* Nothing can still reference the client: drain what is left. */
     tt_error_free(tt_runtime_synchronize(rt));
@@ -501,6 +502,7 @@ tt_error *tt_runtime_open(const char *plugin_path, int num_cpu_devices, tt_runti
   atomic_init(&rt->peak_buffer_bytes, 0);
   atomic_init(&rt->live_executables, 0);
   pthread_mutex_init(&rt->lock, NULL);
+  tt_reaper_init(&rt->reaper);
   rt->api = api;
   rt->api_major = major;
   rt->api_minor = minor;

@@ -289,8 +289,9 @@ tt_buffer *tt_buffer_retain(tt_buffer *buf) {
 void tt_buffer_release(tt_buffer *buf) {
   if (!buf || atomic_fetch_sub_explicit(&buf->refs, 1, memory_order_acq_rel) != 1) return;
   tt_runtime *rt = buf->rt;
-  /* PJRT keeps the device memory alive until launches using it finish. */
-  pjrt_buffer_destroy(rt->api, buf->buf);
+  /* PJRT keeps the device memory alive until launches using it finish; the
+   * reaper thread waits for them, not this one. */
+  tt_reaper_destroy_buffer(rt, buf->buf);
   atomic_fetch_sub_explicit(&rt->live_buffers, 1, memory_order_relaxed);
   if (!buf->donated) atomic_fetch_sub(&rt->buffer_bytes, (long long)tt_buffer_nbytes(buf));
   free(buf);

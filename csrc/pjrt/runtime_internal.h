@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "pjrt/pjrt_abi.h"
 #include "pjrt/runtime.h"
@@ -14,6 +15,25 @@ typedef struct {
   char *name;
   char *value;
 } tt_attr;
+
+/* A thread that destroys released PJRT buffers (runtime_reaper.c): destroying
+ * a buffer a launched program still reads waits for the program, which must
+ * not hold up the thread that launches the next one. */
+typedef struct {
+  pthread_mutex_t lock; /* guards the fields below */
+  pthread_cond_t wake;
+  PJRT_Buffer **queue;
+  size_t n, cap;
+  bool stop, started;
+  pid_t owner; /* the process whose thread `thread` is */
+  pthread_t thread;
+} tt_buffer_reaper;
+
+void tt_reaper_init(tt_buffer_reaper *r);
+/* Destroys b on the reaper thread (or here, if the thread cannot run). */
+void tt_reaper_destroy_buffer(tt_runtime *rt, PJRT_Buffer *b);
+/* Stops the thread after it destroyed everything queued. */
+void tt_reaper_shutdown(tt_runtime *rt);
 
 struct tt_runtime {
   atomic_int refs; /* 1 for the owner (dropped by close) + 1 per buffer/executable */
@@ -41,6 +61,7 @@ struct tt_runtime {
 
   atomic_long live_buffers, live_executables;
   atomic_llong buffer_bytes, peak_buffer_bytes; /* device bytes held by live tt_buffers */
+  tt_buffer_reaper reaper;
 };
 
 struct tt_buffer {

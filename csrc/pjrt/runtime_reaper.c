@@ -1,0 +1,99 @@
+/* Destroying PJRT buffers off the caller's thread (see runtime_internal.h).
+ *
+ * PJRT_Buffer_Destroy of a buffer that a launched program still reads waits
+ * for that program to finish (the CPU plugin holds a usage lock until then).
+ * Launching a program and then dropping the buffers it replaced (in-place
+ * updates, a fused region's donated-or-overwritten inputs) thus made the
+ * launching thread wait for the device on every step: measured on minGPT in
+ * Fused eager, 4.4 ms of host work per step waited out a 30 ms step instead
+ * of overlapping it. The reaper thread does the waiting instead. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "pjrt/runtime_internal.h"
+
+static void destroy_now(const PJRT_Api *api, PJRT_Buffer *b) {
+  PJRT_Buffer_Destroy_Args d = {.struct_size = PJRT_Buffer_Destroy_Args_SIZE, .buffer = b};
+  PJRT_Error *e = api->PJRT_Buffer_Destroy(&d);
+  if (e) {
+    PJRT_Error_Destroy_Args ed = {.struct_size = PJRT_Error_Destroy_Args_SIZE, .error = e};
+    api->PJRT_Error_Destroy(&ed);
+  }
+}
+
+static void *reaper_main(void *arg) {
+  tt_runtime *rt = arg;
+  tt_buffer_reaper *r = &rt->reaper;
+  pthread_mutex_lock(&r->lock);
+  for (;;) {
+    while (r->n == 0 && !r->stop) pthread_cond_wait(&r->wake, &r->lock);
+    if (r->n == 0) break; /* stop requested and nothing left */
+    PJRT_Buffer **batch = r->queue;
+    size_t n = r->n;
+    r->queue = NULL;
+    r->n = r->cap = 0;
+    pthread_mutex_unlock(&r->lock);
+    for (size_t i = 0; i < n; i++) destroy_now(rt->api, batch[i]);
+    free(batch);
+    pthread_mutex_lock(&r->lock);
+  }
+  pthread_mutex_unlock(&r->lock);
+  return NULL;
+}
+
+void tt_reaper_init(tt_buffer_reaper *r) {
+  pthread_mutex_init(&r->lock, NULL);
+  pthread_cond_init(&r->wake, NULL);
+}
+
+/* Starts the thread on first use, in the process that uses it: a forked
+ * child gets its own (threads do not survive fork). Called with the lock. */
+static bool ensure_thread_locked(tt_runtime *rt) {
+  tt_buffer_reaper *r = &rt->reaper;
+  pid_t self = getpid();
+  if (r->started && r->owner == self) return true;
+  r->started = pthread_create(&r->thread, NULL, reaper_main, rt) == 0;
+  r->owner = self;
+  return r->started;
+}
+
+void tt_reaper_destroy_buffer(tt_runtime *rt, PJRT_Buffer *b) {
+  if (!b) return;
+  tt_buffer_reaper *r = &rt->reaper;
+  pthread_mutex_lock(&r->lock);
+  bool queued = false;
+  if (!r->stop && ensure_thread_locked(rt)) {
+    if (r->n == r->cap) {
+      size_t cap = r->cap ? r->cap * 2 : 64;
+      PJRT_Buffer **q = realloc(r->queue, cap * sizeof *q);
+      if (q) {
+        r->queue = q;
+        r->cap = cap;
+      }
+    }
+    if (r->n < r->cap) {
+      r->queue[r->n++] = b;
+      queued = true;
+      pthread_cond_signal(&r->wake);
+    }
+  }
+  pthread_mutex_unlock(&r->lock);
+  if (!queued) destroy_now(rt->api, b); /* no thread or no memory: wait here */
+}
+
+void tt_reaper_shutdown(tt_runtime *rt) {
+  tt_buffer_reaper *r = &rt->reaper;
+  pthread_mutex_lock(&r->lock);
+  r->stop = true;
+  bool join = r->started && r->owner == getpid();
+  pthread_cond_signal(&r->wake);
+  pthread_mutex_unlock(&r->lock);
+  if (join) pthread_join(r->thread, NULL);
+  /* Whatever a thread of another process left (after fork), or nothing. */
+  for (size_t i = 0; i < r->n; i++) destroy_now(rt->api, r->queue[i]);
+  free(r->queue);
+  r->queue = NULL;
+  r->n = r->cap = 0;
+  pthread_cond_destroy(&r->wake);
+  pthread_mutex_destroy(&r->lock);
+}
