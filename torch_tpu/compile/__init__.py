@@ -72,12 +72,16 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **_ignor
     report = _report.new_report()
     t0 = time.perf_counter()
 
+    saved_atoms = {}  # forward output name -> atoms, for the backward's saved inputs
+
     def compiler(kind):
         def compile_graph(aten_gm, aten_inputs):
-            if kind == "inference":
-                plan = bucketing_plan(aten_gm, aten_inputs, opts)
-                if plan is not None:
-                    return BucketedGraph(aten_gm, plan, kind, report, opts)
+            plan = bucketing_plan(aten_gm, aten_inputs, opts,
+                                  known=saved_atoms if kind == "backward" else None)
+            if plan is not None:
+                if kind == "forward":
+                    saved_atoms.update(plan.named_outputs)
+                return BucketedGraph(aten_gm, plan, kind, report, opts)
             graph = CompiledGraph(aten_gm, kind, report, opts)
             if any(isinstance(a, torch.SymInt) for a in aten_inputs):
                 graph.graph_report.bucketing = "exact"
