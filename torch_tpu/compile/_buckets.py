@@ -163,6 +163,7 @@ class _Analysis:
         self.masks = []         # (node, arg index, axis, atoms of that axis, fill)
         self.bounds = {}        # symbol -> largest size a table slice allows
         self.expr_inputs = {}   # placeholder index -> size expression (a SymInt like 16*s)
+        self.seen_symbols = set()
         self.output_names = []
 
     def _t(self, arg):
@@ -193,9 +194,13 @@ class _Analysis:
                         a for a in axis if not isinstance(a, int))) != (c, syms):
                     _fail(f"input {node.name} does not match the forward output it saves")
             self.atoms[node] = known
-        elif isinstance(val, torch.SymInt) and not _size_expr(val).is_Symbol:
-            _monomial(_size_expr(val))  # a product of symbols, or ineligible
-            self.expr_inputs[index] = _size_expr(val)
+        elif isinstance(val, torch.SymInt):
+            expr = _size_expr(val)
+            if expr.is_Symbol and expr not in self.seen_symbols:
+                self.seen_symbols.add(expr)  # the input bucketing_plan reads the size from
+                return
+            _monomial(expr)  # a product of symbols, or ineligible
+            self.expr_inputs[index] = expr
 
     def run(self):
         index = 0
@@ -463,10 +468,11 @@ class _Analysis:
 
 
 def _dynamic_symbols(inputs):
+    """symbol -> index of the first SymInt input that is that symbol."""
     syms = {}
     for i, a in enumerate(inputs):
         if isinstance(a, torch.SymInt) and _size_expr(a).is_Symbol:
-            syms[_size_expr(a)] = i
+            syms.setdefault(_size_expr(a), i)
     return syms
 
 
@@ -648,7 +654,7 @@ class BucketedGraph(CompiledGraph):
         args = list(args)
         for s, i in p.sym_inputs.items():
             args[i] = size[s]
-        for i, expr in p.expr_inputs.items():
+        for i, expr in p.expr_inputs.items():  # also a symbol passed more than once
             args[i] = _evaluate(expr, size)
         device = None
         for i, axes in p.tensor_axes.items():

@@ -14,7 +14,27 @@ from ._host import split_host_prelude
 from ._support import node_runs_natively, overload_name
 
 
-_MAX_REPLAYS = 4
+_MAX_REPLAYS = 8
+_NUMBERS = (int, float, bool)
+
+
+def _split(values):
+    """Tensors (and Nones) in order, and {position: value} of the Python
+    numbers among `values` (sizes, for graphs with dynamic dims); None when a
+    value is neither."""
+    tensors, numbers = [], {}
+    for i, v in enumerate(values):
+        if v is None or isinstance(v, torch.Tensor):
+            tensors.append(v)
+        elif isinstance(v, _NUMBERS):
+            numbers[i] = v
+        else:
+            return None
+    return tensors, numbers
+
+
+def _key(numbers):
+    return tuple((i, type(v), v) for i, v in sorted(numbers.items()))
 
 
 class _Support(OperatorSupportBase):
@@ -37,21 +57,46 @@ class _CapturedPart(torch.nn.Module):
         super().__init__()
         self.gm = gm
         self.tally = tally
-        self.replays = []  # (handle, output container type)
+        # (handle, output container type, key of the number arguments,
+        #  {output position: number}, output count)
+        self.replays = []
         self.replay_why_not = "" if whole_graph else "the graph is split into parts"
 
     def forward(self, *args):
         want = not self.replay_why_not and len(self.replays) < _MAX_REPLAYS
-        with _graph.capture(replay_args=args if want else None) as cap:
+        split = _split(args) if want else None
+        if want and split is None:
+            self.replay_why_not = "an argument is neither a tensor nor a number"
+            want = False
+        with _graph.capture(replay_args=split[0] if want else None) as cap:
             out = self.gm(*args)
-            cap.outputs = out
+            out_split = _split(out) if want and isinstance(out, (list, tuple)) else None
+            # Number arguments (sizes) only shape the program: a replay serves
+            # calls with the same numbers, whose number outputs are the same.
+            cap.outputs = out_split[0] if out_split else None
         if want:
             if cap.replay is not None:
-                self.replays.append((cap.replay, type(out)))
+                self.replays.append((cap.replay, type(out), _key(split[1]), out_split[1], len(out)))
             else:  # a property of the graph, not of these arguments: stop trying
                 self.replay_why_not = cap.replay_why_not or "no outputs list"
         self.tally(cap)
         return out
+
+    def replay(self, args):
+        """The outputs of a kept replay matching `args`, or None."""
+        split = _split(args)
+        if split is None:
+            return None
+        key = _key(split[1])
+        for handle, container, k, numbers, n_out in self.replays:
+            if k != key:
+                continue
+            outs = _graph.replay(handle, split[0])
+            if outs is None:
+                continue
+            it = iter(outs)
+            return container(numbers[i] if i in numbers else next(it) for i in range(n_out))
+        return None
 
 
 class CompiledGraph:
@@ -111,15 +156,14 @@ class CompiledGraph:
         return self.host.merge(host_out, self._run_device(device_args))
 
     def _run_device(self, args):
-        if isinstance(self.module, _CapturedPart):
-            for handle, container in self.module.replays:
-                out = _graph.replay(handle, args)
-                if out is not None:
-                    self.graph_report.calls += 1
-                    self.graph_report.replays += 1
-                    self.graph_report.programs = 1
-                    self.graph_report.breaks = []
-                    return container(out)
+        if isinstance(self.module, _CapturedPart) and self.module.replays:
+            out = self.module.replay(args)
+            if out is not None:
+                self.graph_report.calls += 1
+                self.graph_report.replays += 1
+                self.graph_report.programs = 1
+                self.graph_report.breaks = []
+                return out
         self._programs, self._breaks = 0, []
         first = self.graph_report.calls == 0
         t0 = time.perf_counter() if first else 0.0
