@@ -266,6 +266,18 @@ def test_mark_dynamic_with_custom_buckets():
     assert set(g.buckets) == {"16", "32"}, g.buckets
 
 
+def _training_step_matches(got, want, tpu, cpu):
+    """(logits, loss) of both models equal; their backward gives equal grads."""
+    for a, b in zip(got, want):
+        close(a, b)
+    tpu.zero_grad(set_to_none=True)
+    cpu.zero_grad(set_to_none=True)
+    got[1].backward()
+    want[1].backward()
+    for p, q in zip(cpu.parameters(), tpu.parameters()):
+        close(q.grad, p.grad)
+
+
 @pytest.mark.parametrize("make", ["mingpt", "llama"])
 def test_bucketed_training_is_exact_and_shares_programs(make):
     """Forward and backward graphs of a training step over many sequence
@@ -286,16 +298,7 @@ def test_bucketed_training_is_exact_and_shares_programs(make):
         xt, yt = x.tpu(), y.tpu()
         torch._dynamo.mark_dynamic(xt, 1)
         torch._dynamo.mark_dynamic(yt, 1)
-        logits, loss = cm(xt, yt)
-        logits_c, loss_c = cpu(x, y)
-        close(logits, logits_c)
-        close(loss, loss_c)
-        tpu.zero_grad(set_to_none=True)
-        cpu.zero_grad(set_to_none=True)
-        loss.backward()
-        loss_c.backward()
-        for p, q in zip(cpu.parameters(), tpu.parameters()):
-            close(q.grad, p.grad)
+        _training_step_matches(cm(xt, yt), cpu(x, y), tpu, cpu)
     (fw,), (bw,) = graphs("forward"), graphs("backward")
     for g in (fw, bw):
         assert g.bucketing == "bucketed", g.summary()
@@ -312,15 +315,7 @@ def test_bucketed_training_with_dynamic_batch_and_length():
     cm = torch.compile(tpu, backend="tpu", dynamic=True)
     for b, t in [(3, 5), (5, 7), (3, 12), (6, 19), (2, 30)]:
         x, y = torch.randint(0, 96, (b, t)), torch.randint(0, 96, (b, t))
-        _, loss = cm(x.tpu(), y.tpu())
-        _, loss_c = cpu(x, y)
-        close(loss, loss_c)
-        tpu.zero_grad(set_to_none=True)
-        cpu.zero_grad(set_to_none=True)
-        loss.backward()
-        loss_c.backward()
-        for p, q in zip(cpu.parameters(), tpu.parameters()):
-            close(q.grad, p.grad)
+        _training_step_matches(cm(x.tpu(), y.tpu()), cpu(x, y), tpu, cpu)
     # batch and length merge into one axis (B*T) of the saved activations
     assert [g.bucketing for g in graphs()] == ["bucketed", "bucketed"]
 
