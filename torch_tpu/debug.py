@@ -21,3 +21,11 @@ def compile_stablehlo(text: str) -> int:
     returns its number of outputs; raises RuntimeError with the plugin's
     diagnostic if it does not compile."""
     return _C._compile_stablehlo(text)
+
+
+def write_perf_map(path=None):
+    """Names the kernels XLA generated so far for `perf report`: writes
+    /tmp/perf-<pid>.map (or `path`); returns (path, kernels named). Call it
+    after the programs of interest compiled, while perf records. CPU plugin."""
+    from ._perf_map import write_perf_map as write
+    return write(path)

@@ -541,6 +541,7 @@ void tt_runtime_close(tt_runtime *rt) {
 int tt_runtime_device_count(const tt_runtime *rt) { return rt ? rt->num_devices : 0; }
 
 const char *tt_runtime_platform_name(const tt_runtime *rt) { return rt ? rt->platform : NULL; }
+const char *tt_runtime_plugin_path(const tt_runtime *rt) { return rt ? rt->path : NULL; }
 
 const char *tt_runtime_device_kind(const tt_runtime *rt, int device) {
   if (!rt || device < 0 || device >= rt->num_devices) return NULL;

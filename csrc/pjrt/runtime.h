@@ -39,6 +39,7 @@ void tt_runtime_close(tt_runtime *rt);
 
 int tt_runtime_device_count(const tt_runtime *rt);       /* addressable devices */
 const char *tt_runtime_platform_name(const tt_runtime *rt); /* "cpu", "cuda", "tpu" */
+const char *tt_runtime_plugin_path(const tt_runtime *rt);   /* the loaded plugin file */
 const char *tt_runtime_device_kind(const tt_runtime *rt, int device); /* human name */
 void tt_runtime_api_version(const tt_runtime *rt, int *major, int *minor);
 /* Identifies the exact plugin build for cache keys: file size + content hash

@@ -152,6 +152,10 @@ PYBIND11_MODULE(_C, m) {
     ensure_initialized();
     return std::string(tt_runtime_platform_name(tt_core_runtime()));
   });
+  m.def("_plugin_path", []() {
+    ensure_initialized();
+    return std::string(tt_runtime_plugin_path(tt_core_runtime()));
+  });
   m.def("_plugin_fingerprint", []() {
     ensure_initialized();
     return std::string(tt_runtime_fingerprint(tt_core_runtime()));
