@@ -36,41 +36,36 @@ def _sections(elf):
     return [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * entsize) for i in range(count)]
 
 
-def _functions(elf):
-    """(name, address, size) of the function symbols of an ELF64 object whose
-    section addresses are set (a loaded object, or a shared library's file)."""
+def _symbols(elf):
+    """(name, type, section index, value, size) of every named symbol of an
+    ELF64 object's symbol tables."""
     if elf[:4] != b"\x7fELF" or elf[4] != 2:
-        return []
+        return
     secs = _sections(elf)
-    out = []
     for sec in secs:
         if sec[1] != _SHT_SYMTAB:
             continue
         strtab = secs[sec[6]][4]
         for j in range(sec[5] // 24):
             name, info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", elf, sec[4] + j * 24)
-            if info & 0xF != _STT_FUNC or size == 0 or shndx >= len(secs):
-                continue
             end = elf.index(b"\0", strtab + name)
             if end > strtab + name:  # unnamed symbols say nothing
-                out.append((elf[strtab + name:end].decode(errors="replace"), secs[shndx][3] + value, size))
-    return out
+                yield elf[strtab + name:end], info & 0xF, shndx, value, size
+
+
+def _functions(elf):
+    """(name, address, size) of the functions of a loaded object (its section
+    headers hold the addresses its sections were loaded at)."""
+    secs = _sections(elf) if elf[:4] == b"\x7fELF" else []
+    return [(name.decode(errors="replace"), secs[shndx][3] + value, size)
+            for name, kind, shndx, value, size in _symbols(elf)
+            if kind == _STT_FUNC and size and shndx < len(secs)]
 
 
 def _symbol_offset(path, wanted):
     with open(path, "rb") as f:
         elf = f.read()
-    secs = _sections(elf)
-    for sec in secs:
-        if sec[1] != _SHT_SYMTAB:
-            continue
-        strtab = secs[sec[6]][4]
-        for j in range(sec[5] // 24):
-            name, _info, _other, _shndx, value, _size = struct.unpack_from("<IBBHQQ", elf, sec[4] + j * 24)
-            end = elf.index(b"\0", strtab + name)
-            if elf[strtab + name:end] == wanted:
-                return value
-    return None
+    return next((value for name, _, _, value, _ in _symbols(elf) if name == wanted), None)
 
 
 def _load_base(path):
