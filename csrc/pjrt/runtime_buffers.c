@@ -15,7 +15,7 @@ static tt_error *check_device(const tt_runtime *rt, int device, const char *fn) 
   return NULL;
 }
 
-static void pjrt_buffer_destroy(const PJRT_Api *api, PJRT_Buffer *b) {
+void tt_pjrt_buffer_destroy(const PJRT_Api *api, PJRT_Buffer *b) {
   if (!b) return;
   PJRT_Buffer_Destroy_Args d = {.struct_size = PJRT_Buffer_Destroy_Args_SIZE, .buffer = b};
   tt_error_free(tt_pjrt_error(api, api->PJRT_Buffer_Destroy(&d), TT_ERR_RUNTIME, "destroy"));
@@ -50,7 +50,7 @@ tt_error *tt_buffer_wrap(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_dtype d
                          const int64_t *dims, tt_buffer **out) {
   tt_buffer *b = malloc(sizeof *b);
   if (!b) {
-    pjrt_buffer_destroy(rt->api, pb);
+    tt_pjrt_buffer_destroy(rt->api, pb);
     return oom();
   }
   atomic_init(&b->refs, 1);
@@ -90,7 +90,7 @@ static tt_error *wrap_queried(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_bu
     err = tt_error_new(TT_ERR_NOT_IMPLEMENTED, "the plugin returned a rank-%zu buffer (max %d)",
                        d.num_dims, TT_MAX_DIMS);
   if (err) {
-    pjrt_buffer_destroy(api, pb);
+    tt_pjrt_buffer_destroy(api, pb);
     return err;
   }
   return tt_buffer_wrap(rt, pb, device, dt, (int)d.num_dims, d.dims, out);

@@ -95,6 +95,8 @@ struct tt_executable {
 tt_error *tt_pjrt_error(const PJRT_Api *api, PJRT_Error *err, tt_error_code code,
                         const char *what);
 void tt_pjrt_event_destroy(const PJRT_Api *api, PJRT_Event *ev);
+/* Destroys b now (waits for launches still reading it); NULL is a no-op. */
+void tt_pjrt_buffer_destroy(const PJRT_Api *api, PJRT_Buffer *b);
 /* Waits for ev, destroys it, returns its error. */
 tt_error *tt_pjrt_await(const PJRT_Api *api, PJRT_Event *ev, tt_error_code code,
                         const char *what);

@@ -12,15 +12,6 @@
 
 #include "pjrt/runtime_internal.h"
 
-static void destroy_now(const PJRT_Api *api, PJRT_Buffer *b) {
-  PJRT_Buffer_Destroy_Args d = {.struct_size = PJRT_Buffer_Destroy_Args_SIZE, .buffer = b};
-  PJRT_Error *e = api->PJRT_Buffer_Destroy(&d);
-  if (e) {
-    PJRT_Error_Destroy_Args ed = {.struct_size = PJRT_Error_Destroy_Args_SIZE, .error = e};
-    api->PJRT_Error_Destroy(&ed);
-  }
-}
-
 static void *reaper_main(void *arg) {
   tt_runtime *rt = arg;
   tt_buffer_reaper *r = &rt->reaper;
@@ -33,7 +24,7 @@ static void *reaper_main(void *arg) {
     r->queue = NULL;
     r->n = r->cap = 0;
     pthread_mutex_unlock(&r->lock);
-    for (size_t i = 0; i < n; i++) destroy_now(rt->api, batch[i]);
+    for (size_t i = 0; i < n; i++) tt_pjrt_buffer_destroy(rt->api, batch[i]);
     free(batch);
     pthread_mutex_lock(&r->lock);
   }
@@ -78,7 +69,7 @@ void tt_reaper_destroy_buffer(tt_runtime *rt, PJRT_Buffer *b) {
     }
   }
   pthread_mutex_unlock(&r->lock);
-  if (!queued) destroy_now(rt->api, b); /* no thread or no memory: wait here */
+  if (!queued) tt_pjrt_buffer_destroy(rt->api, b); /* no thread or no memory: wait here */
 }
 
 void tt_reaper_shutdown(tt_runtime *rt) {
@@ -90,7 +81,7 @@ void tt_reaper_shutdown(tt_runtime *rt) {
   pthread_mutex_unlock(&r->lock);
   if (join) pthread_join(r->thread, NULL);
   /* Whatever a thread of another process left (after fork), or nothing. */
-  for (size_t i = 0; i < r->n; i++) destroy_now(rt->api, r->queue[i]);
+  for (size_t i = 0; i < r->n; i++) tt_pjrt_buffer_destroy(rt->api, r->queue[i]);
   free(r->queue);
   r->queue = NULL;
   r->n = r->cap = 0;
