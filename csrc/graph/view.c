@@ -88,6 +88,22 @@ static tt_val strided_read_fast(tt_builder *b, tt_val flat, const tt_tensor_ref 
   }
   int64_t span = nk ? extent[0] * base[0] : 1;
   int64_t start = ref->offset;
+  /* An offset that lands inside the grid (a column block of a wider
+   * row, as split() and chunk() make) becomes slice starts per grid dim,
+   * so the read stays a slice of the whole storage instead of a padded
+   * copy of it shifted by the offset. */
+  int64_t first[TT_MAX_DIMS] = {0};
+  if (nk > 0) {
+    int64_t rest = start % base[0];
+    bool fits = true;
+    for (int i = 1; i < nk; i++) {
+      first[i] = rest / base[i];
+      rest %= base[i];
+      if (first[i] + (ref->sizes[kept[i]] - 1) * step[i] + 1 > extent[i]) fits = false;
+    }
+    if (fits && start - start % base[0] + span <= storage_numel) start -= start % base[0];
+    else memset(first, 0, sizeof first);
+  }
   tt_val v = flat;
   if (start + span > storage_numel) { /* pad so the reshape fits; padding is never read */
     int64_t lo = 0, hi = start + span - storage_numel;
@@ -99,8 +115,8 @@ static tt_val strided_read_fast(tt_builder *b, tt_val flat, const tt_tensor_ref 
   v = tt_b_reshape(b, v, nk, extent);
   int64_t s0[TT_MAX_DIMS], s1[TT_MAX_DIMS], s2[TT_MAX_DIMS];
   for (int i = 0; i < nk; i++) {
-    s0[i] = 0;
-    s1[i] = (ref->sizes[kept[i]] - 1) * step[i] + 1;
+    s0[i] = first[i];
+    s1[i] = first[i] + (ref->sizes[kept[i]] - 1) * step[i] + 1;
     s2[i] = step[i];
   }
   v = tt_b_slice(b, v, s0, s1, s2);

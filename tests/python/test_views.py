@@ -18,6 +18,8 @@ VIEWS = {
     "reshape_of_transpose": lambda t: t.t().reshape(24),
     "unflatten": lambda t: t.unflatten(1, (2, 3)),
     "view": lambda t: t.view(3, 8),
+    "split_column_block": lambda t: t.split(2, dim=1)[1],
+    "chunk_heads": lambda t: t.view(2, 2, 6).chunk(3, dim=2)[2].reshape(2, 2, 1, 2).transpose(1, 2),
 }
 
 
@@ -26,6 +28,20 @@ def test_read_view(name):
     a = torch.randn(4, 6)
     x = a.to("tpu")
     assert torch.equal(VIEWS[name](x).cpu(), VIEWS[name](a))
+
+
+def test_column_block_is_read_as_a_slice_not_a_shifted_copy(tmp_path, monkeypatch):
+    """q/k/v = qkv.split(C, dim=-1) starts k and v at a storage offset
+    inside a row; the read must slice the storage in place rather than pad
+    and shift a copy of all of it (a full extra pass per attention layer)."""
+    monkeypatch.setenv("TORCH_TPU_DUMP_DIR", str(tmp_path))
+    a = torch.randn(5, 7, 3 * 11)
+    q, k, v = a.to("tpu").split(11, dim=-1)
+    got = (v.reshape(5, 7, 1, 11).transpose(1, 2) * 3).cpu()
+    assert torch.equal(got, a.split(11, dim=-1)[2].reshape(5, 7, 1, 11).transpose(1, 2) * 3)
+    programs = [f.read_text() for f in tmp_path.iterdir()]
+    assert programs, "no program was compiled, so nothing was checked"
+    assert not any("stablehlo.pad" in p for p in programs)
 
 
 def test_views_share_storage_without_copy():
