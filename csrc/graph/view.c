@@ -69,21 +69,22 @@ static tt_val strided_read_fast(tt_builder *b, tt_val flat, const tt_tensor_ref 
       kept[j] = kept[j - 1];
       kept[j - 1] = t;
     }
-  int64_t base[TT_MAX_DIMS], step[TT_MAX_DIMS], extent[TT_MAX_DIMS];
+  /* need[i]: elements of grid dim i the view touches */
+  int64_t base[TT_MAX_DIMS], step[TT_MAX_DIMS], extent[TT_MAX_DIMS], need[TT_MAX_DIMS];
   for (int i = 0; i < nk; i++) {
     int64_t s = ref->strides[kept[i]];
     base[i] = (i == nk - 1) ? 1 : s;
     step[i] = (i == nk - 1) ? s : 1;
+    need[i] = (ref->sizes[kept[i]] - 1) * step[i] + 1;
   }
   for (int i = 0; i < nk; i++) {
-    int64_t need = (ref->sizes[kept[i]] - 1) * step[i] + 1;
     if (i == 0) {
       extent[i] = ref->sizes[kept[i]] * step[i];
-      if (extent[i] < need) extent[i] = need;
+      if (extent[i] < need[i]) extent[i] = need[i];
     } else {
       if (base[i - 1] % base[i] != 0) return TT_INVALID;
       extent[i] = base[i - 1] / base[i];
-      if (extent[i] < need) return TT_INVALID; /* overlapping windows */
+      if (extent[i] < need[i]) return TT_INVALID; /* overlapping windows */
     }
   }
   int64_t span = nk ? extent[0] * base[0] : 1;
@@ -95,13 +96,13 @@ static tt_val strided_read_fast(tt_builder *b, tt_val flat, const tt_tensor_ref 
   int64_t first[TT_MAX_DIMS] = {0};
   if (nk > 0) {
     int64_t rest = start % base[0];
-    bool fits = true;
+    bool fits = start - rest + span <= storage_numel;
     for (int i = 1; i < nk; i++) {
       first[i] = rest / base[i];
       rest %= base[i];
-      if (first[i] + (ref->sizes[kept[i]] - 1) * step[i] + 1 > extent[i]) fits = false;
+      if (first[i] + need[i] > extent[i]) fits = false;
     }
-    if (fits && start - start % base[0] + span <= storage_numel) start -= start % base[0];
+    if (fits) start -= start % base[0];
     else memset(first, 0, sizeof first);
   }
   tt_val v = flat;
@@ -116,7 +117,7 @@ static tt_val strided_read_fast(tt_builder *b, tt_val flat, const tt_tensor_ref 
   int64_t s0[TT_MAX_DIMS], s1[TT_MAX_DIMS], s2[TT_MAX_DIMS];
   for (int i = 0; i < nk; i++) {
     s0[i] = first[i];
-    s1[i] = first[i] + (ref->sizes[kept[i]] - 1) * step[i] + 1;
+    s1[i] = first[i] + need[i];
     s2[i] = step[i];
   }
   v = tt_b_slice(b, v, s0, s1, s2);
