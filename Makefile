@@ -23,7 +23,7 @@ CORE_LIB := $(BUILD)/libtt_core.a
 EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
-.PHONY: all build venv test test-c test-python demo bench conformance clean
+.PHONY: all build venv test test-c test-python demo bench bench-xla-reference conformance clean
 
 all: build
 
@@ -117,6 +117,16 @@ bench:
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/eager_modes.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
+
+# XLA:CPU's own reach on this machine: minGPT's training step in JAX (same
+# compiler) beside CPU eager, Inductor and backend="tpu". JAX gets its own
+# venv so that it never changes the packages torch_tpu is tested with.
+JAX_VENV := .venv-jax
+bench-xla-reference:
+	$(MAKE) -j2 build
+	test -x $(JAX_VENV)/bin/python || $(PYTHON) -m venv $(JAX_VENV)
+	$(JAX_VENV)/bin/python -m pip install --disable-pip-version-check -q jax==0.10.2
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/xla_reference.py --jax-python $(JAX_VENV)/bin/python
 
 # The full OpInfo conformance runs, Strict then Fused eager (4 to 5 minutes
 # each on 2 cores); write docs/op_coverage.md and docs/op_coverage_fused.md.
