@@ -93,6 +93,9 @@ def measure(model_name, steps, warmup=4, block=5):
         rows[m].update(
             programs_per_step=s["programs_last_step"], launches_per_step=s["launches_last_step"],
             ms=statistics.median(times[m]), new_compiles=compiles1[m] - compiles0[m],
+            # paired: this round's Strict block over its Fused block, so a
+            # load change that hits one round cancels out of that ratio
+            round_speedups=[ts / tf for ts, tf in zip(times["strict"], times["fused"])],
             peak_buffer_mb=torch.tpu.device_memory_stats()["peak_buffer_bytes"] / 2**20,
             loss=steppers[m]().item())
     return rows
@@ -118,6 +121,7 @@ loss.item()
 s = torch_tpu.cache_stats()
 print(json.dumps({{"seconds": time.perf_counter() - t0,
                   "after_import": time.perf_counter() - t_imported,
+                  "imports": t_imported - t0,
                   "steps": time.perf_counter() - t_ready,
                   "compiles": sum(s["compiles_by_mode"].values()),
                   "disk_loads": s["persistent"]["loads"]}}))
@@ -150,6 +154,9 @@ def time_to_first_steps():
               f"after imports {warm['after_import'] / cold['after_import']:.0%}; steps cold "
               f"{cold['steps']:.2f} s, warm {warm['steps']:.2f} s, warm/cold "
               f"{warm['steps'] / cold['steps']:.0%}")
+        print(f"    {'':6s} importing torch and torch_tpu alone takes {warm['imports']:.2f} s, "
+              f"{warm['imports'] / cold['seconds']:.0%} of the cold process: no cache can bring "
+              f"the whole-process ratio below that")
 
 
 def main():
@@ -171,6 +178,9 @@ def main():
         s, f = rows[name, "strict"], rows[name, "fused"]
         print(f"    {name:7s} strict {s['ms']:7.1f} ms   fused {f['ms']:7.1f} ms   "
               f"speedup {s['ms'] / f['ms']:.2f}x   (loss strict {s['loss']:.6f} fused {f['loss']:.6f})")
+        r = sorted(f["round_speedups"])
+        print(f"    {'':7s} per-round speedup: median {statistics.median(r):.2f}x, "
+              f"range {r[0]:.2f}x-{r[-1]:.2f}x over {len(r)} rounds")
     print("(c) after warm-up: new compiles over the timed steps / programs launched per step")
     for (name, mode), r in rows.items():
         print(f"    {name:7s} {mode:6s} new compiles {r['new_compiles']}, distinct programs per step "
