@@ -92,9 +92,13 @@ def bench(make_step, variants, steps, warmup):
     for _ in range(steps):
         for label, (fn, device) in fns.items():
             t0 = time.perf_counter()
-            fn()
+            # The result stays alive through the sync: Fused eager never
+            # computes a value that dies unread, so a dropped inference
+            # output would time no work at all.
+            out = fn()
             _sync(device)
             times[label].append((time.perf_counter() - t0) * 1e3)
+            del out
     if first is not None:
         torch._dynamo.reset()
         tc.reset_reports()
