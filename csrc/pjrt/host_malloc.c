@@ -24,18 +24,14 @@
 #define TT_HOST_TRIM_THRESHOLD (64 << 20) /* twice it, as glibc's own adjustment sets it */
 
 static pthread_once_t g_tune_once = PTHREAD_ONCE_INIT;
-static bool g_tuned; /* written once, under g_tune_once */
 
 static void tune(void) {
   const char *env = getenv("TORCH_TPU_HOST_MALLOC_TUNING");
   if (env && strcmp(env, "0") == 0) return;
 #ifdef __GLIBC__
-  g_tuned = mallopt(M_MMAP_THRESHOLD, TT_HOST_MMAP_THRESHOLD) == 1 &&
-            mallopt(M_TRIM_THRESHOLD, TT_HOST_TRIM_THRESHOLD) == 1;
+  mallopt(M_MMAP_THRESHOLD, TT_HOST_MMAP_THRESHOLD);
+  mallopt(M_TRIM_THRESHOLD, TT_HOST_TRIM_THRESHOLD);
 #endif
 }
 
-bool tt_host_malloc_tune(void) {
-  pthread_once(&g_tune_once, tune);
-  return g_tuned;
-}
+void tt_host_malloc_tune(void) { pthread_once(&g_tune_once, tune); }

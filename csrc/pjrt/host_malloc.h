@@ -2,12 +2,10 @@
 #ifndef TT_PJRT_HOST_MALLOC_H
 #define TT_PJRT_HOST_MALLOC_H
 
-#include <stdbool.h>
-
 /* Once per process: raises glibc's mmap and trim thresholds so that the
  * buffers an XLA:CPU program allocates and frees on every launch reuse heap
- * pages. TORCH_TPU_HOST_MALLOC_TUNING=0 leaves malloc as it is. Returns
- * whether the settings are in effect (false off glibc, or when disabled). */
-bool tt_host_malloc_tune(void);
+ * pages. TORCH_TPU_HOST_MALLOC_TUNING=0 leaves malloc as it is; off glibc
+ * it does nothing. */
+void tt_host_malloc_tune(void);
 
 #endif

@@ -518,7 +518,7 @@ tt_error *tt_runtime_open(const char *plugin_path, int num_cpu_devices, tt_runti
   if (!err) err = read_devices(rt);
   if (!err && strcmp(rt->platform, "cpu") == 0) {
     atomic_store(&rt->host_layout_ok, false); /* CPU buffers are row-major already */
-    (void)tt_host_malloc_tune(); /* host memory is device memory here */
+    tt_host_malloc_tune(); /* host memory is device memory here */
     atomic_store(&rt->cpu_direct, TT_PJRT_HAS(api, PJRT_Buffer_OnDeviceSizeInBytes) &&
                      TT_PJRT_HAS(api, PJRT_Buffer_IncreaseExternalReferenceCount) &&
                      TT_PJRT_HAS(api, PJRT_Buffer_DecreaseExternalReferenceCount) &&

@@ -1,7 +1,11 @@
 """Buffers are freed when the last tensor dies; stats track peaks."""
 import gc
 
+import pytest
 import torch
+
+import torch_tpu
+from harness import run_python
 
 
 def test_memory_returns_to_baseline():
@@ -65,9 +69,6 @@ def test_host_malloc_reuses_pages_on_cpu_plugin():
     (csrc/pjrt/host_malloc.c). The opted-out child is the control: glibc's
     defaults map and unmap these 8 MiB blocks, faulting in ~80% of the
     102,400 pages the 10 cycles touch."""
-    import pytest
-    import torch_tpu
-    from harness import run_python
     if torch_tpu._C._platform_name() != "cpu":
         pytest.skip("only the CPU plugin keeps device buffers in malloc'd host memory")
     tuned = int(run_python(_MALLOC_CYCLES).split()[-1])
