@@ -32,8 +32,8 @@ venv: $(DEPS_STAMP)
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(DEPS_STAMP): requirements.txt | $(PY)
-	$(PY) -m pip install --disable-pip-version-check -q torch==2.13.0 -r requirements.txt
+$(DEPS_STAMP): requirements.txt constraints.txt | $(PY)
+	$(PY) -m pip install --disable-pip-version-check -q -c constraints.txt torch -r requirements.txt
 	$(if $(filter .venv,$(VENV)),$(PY) tools/dev_pth.py)
 	touch $@
 
