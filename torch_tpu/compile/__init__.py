@@ -67,7 +67,8 @@ class Options:
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **_ignored):
     """The Dynamo backend registered as "tpu"."""
     from torch._functorch.aot_autograd import aot_module_simplified
-    from ._buckets import BucketedGraph, bucketing_plan  # imports sympy: only when compiling
+    from ._padding import BucketedGraph  # these import sympy: only when compiling
+    from ._shape_analysis import bucketing_plan
     opts = Options.parse(options)
     report = _report.new_report()
     t0 = time.perf_counter()
