@@ -331,8 +331,7 @@ def test_predicates():
     check(lambda a: torch.nan_to_num(a), special().to(torch.float16))
 
 
-# ------------------------------------------------------------ activations
-
+# ------------------------------------------------------------ views, out= dtypes
 
 def test_views_and_inplace_on_views():
     def f(a, b):

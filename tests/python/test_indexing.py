@@ -43,8 +43,7 @@ def test_index_put_and_accumulate():
     check(setitem, torch.arange(12).view(4, 3), T([1, 3]))
 
 
-# ----------------------------------------------------------------- slices and their backward
-
+# ----------------------------------------------------------------- dtypes and errors
 
 def test_low_precision_and_integer_dtypes():
     idx = T([0, 2, 0])
