@@ -23,7 +23,7 @@ CORE_LIB := $(BUILD)/libtt_core.a
 EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
-.PHONY: all build venv test test-c test-python demo bench bench-xla-reference conformance clean
+.PHONY: all build venv test test-c test-python goldens demo bench bench-xla-reference conformance clean
 
 all: build
 
@@ -75,17 +75,34 @@ $(BUILD)/test_core: tests/c/test_core.c $(CORE_LIB)
 $(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
 
+# The core's own tests through tests/c/core_glue.h: golden StableHLO of
+# representative lowerings, cache-key construction, Fused loop cuts.
+CORE_TESTS := $(addprefix $(BUILD)/test_,lowering_golden cache_keys fused_loops)
+$(CORE_TESTS): $(BUILD)/test_%: tests/c/test_%.c tests/c/core_glue.h $(CORE_LIB)
+	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
+
+# Rewrites tests/c/golden/*.mlir from the lowerings as they are now; review
+# the diff: it is the change in emitted code.
+goldens: $(BUILD)/test_lowering_golden
+	TT_REGEN_GOLDENS=1 $(BUILD)/test_lowering_golden
+
 PLUGIN = $(shell $(PY) -c "import os,xla_plugins; print(os.path.join(list(xla_plugins.__path__)[0],'xla_cpu_pjrt','xla_cpu_pjrt.so'))")
 
-# The runtime and disk cache tests run under valgrind memcheck (suppressions
-# cover only frames inside the plugin); without valgrind they run plainly.
+# The runtime, disk cache and golden tests run under valgrind memcheck
+# (suppressions cover only frames inside the plugin); without valgrind they
+# run plainly. The cache-key and loop tests always run plainly: they keep
+# the core's runtime (and its buffer reaper thread) up until exit, which
+# memcheck would report as a possible leak.
 VALGRIND_MEMCHECK = TT_BENCH_ITERS=3 valgrind --error-exitcode=99 --leak-check=full \
   --show-leak-kinds=definite,indirect,possible \
   --errors-for-leak-kinds=definite,indirect,possible --suppressions=tests/c/valgrind.supp
 MEMCHECK = $(if $(shell command -v valgrind),$(VALGRIND_MEMCHECK))
 
-test-c: build
+test-c: build $(CORE_TESTS)
 	$(BUILD)/test_core $(PLUGIN)
+	$(MEMCHECK) $(BUILD)/test_lowering_golden
+	$(BUILD)/test_cache_keys $(PLUGIN)
+	$(BUILD)/test_fused_loops $(PLUGIN)
 	$(MEMCHECK) $(BUILD)/test_disk_cache $(PLUGIN)
 	$(MAKE) -f tests/c/Makefile.runtime PLUGIN=$(PLUGIN) \
 	  $(if $(shell command -v valgrind),valgrind,run-runtime)

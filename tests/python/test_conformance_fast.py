@@ -330,7 +330,8 @@ FAST_CASES = [
     ('nn.functional.max_pool2d', 'float32', 'backward', 0),
     ('nn.functional.nll_loss', 'float32', 'backward', 0),
     ('nn.functional.normalize', 'float32', 'backward', 0),
-    # added with the lowerings and exactness fixes of test_conformance_tail2.py
+    # added with the lowerings and exactness fixes tested in the family files
+    # (test_reduction, test_linalg, test_elementwise, test_shape_ops, ...)
     ('nn.functional.pairwise_distance', 'float32', 'forward', 0),
     ('vdot', 'float32', 'forward', 0),
     ('round.decimals_3', 'float32', 'forward', 0),

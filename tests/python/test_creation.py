@@ -4,6 +4,7 @@ import torch
 import torch_tpu
 from harness import check
 
+
 D = "tpu"
 
 
@@ -17,7 +18,6 @@ def native(fn):
 
 
 # ------------------------------------------------------------ factories
-
 
 
 def test_arange_values():
@@ -214,3 +214,59 @@ def test_random_on_view_writes_only_view():
     native(lambda: base[:, 1::2].uniform_(1, 2))
     cpu = base.cpu()
     assert (cpu[:, 0::2] == 0).all() and (cpu[:, 1::2] >= 1).all()
+
+
+def _draw(fn, n=200000):
+    torch.manual_seed(0)
+    t = torch.empty(n, device="tpu")
+    import torch_tpu
+    torch_tpu.debug.reset_fallback_report()
+    v = fn(t).cpu()
+    assert not torch_tpu.debug.fallback_report()
+    return v
+
+
+def test_random_ops_on_device_are_reproducible():
+    outs = []
+    for _ in range(2):
+        torch.manual_seed(42)
+        outs.append([torch.rand(5, device="tpu").cpu(), torch.randn(5, device="tpu").cpu(),
+                     torch.randint(0, 10, (5,), device="tpu").cpu(),
+                     torch.bernoulli(torch.full((5,), 0.5, device="tpu")).cpu(),
+                     torch.empty(5, device="tpu").normal_(2.0, 0.5).cpu(),
+                     torch.empty(5, device="tpu").uniform_(-1, 1).cpu()])
+    for a, b in zip(*outs):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("fn", [torch.tril_indices, torch.triu_indices])
+def test_tri_indices(fn):
+    torch_tpu.debug.reset_fallback_report()
+    for row, col, off in [(4, 3, 0), (3, 5, -1), (5, 5, 2), (30, 20, -3)]:
+        expected = fn(row, col, off)
+        actual = fn(row, col, off, device="tpu")
+        assert actual.device.type == "tpu"
+        assert torch.equal(actual.cpu(), expected)
+    assert not torch_tpu.debug.fallback_report()
+
+
+@pytest.mark.parametrize("steps", [0, 1, 5, 50])
+def test_logspace_and_linspace(steps):
+    # the dummy tensor only carries the device (cpu, then tpu)
+    check(lambda d: torch.logspace(-2, 3, steps, device=d.device), torch.zeros(1))
+    check(lambda d: torch.logspace(0.5, -1.5, steps, base=2.0, device=d.device), torch.zeros(1))
+    check(lambda d: torch.linspace(-2.0, 3.0, steps, device=d.device), torch.zeros(1))
+
+
+def test_cauchy_log_normal_geometric_distributions():
+    c = _draw(lambda t: t.cauchy_(1.5, 2.0))
+    assert abs(c.median().item() - 1.5) < 0.05  # median of Cauchy(1.5, 2)
+    q = torch.quantile(c[:100000], torch.tensor([0.25, 0.75]))
+    assert abs(q[0].item() - (1.5 - 2.0)) < 0.1 and abs(q[1].item() - (1.5 + 2.0)) < 0.1
+    ln = _draw(lambda t: t.log_normal_(0.5, 0.25))
+    assert (ln > 0).all()
+    assert abs(ln.log().mean().item() - 0.5) < 0.01 and abs(ln.log().std().item() - 0.25) < 0.01
+    g = _draw(lambda t: t.geometric_(0.3))
+    assert (g >= 1).all() and (g == g.round()).all()
+    assert abs(g.mean().item() - 1 / 0.3) < 0.05  # mean of Geometric(0.3) on {1, 2, ...}
+    assert abs((g == 1).float().mean().item() - 0.3) < 0.01

@@ -1,10 +1,12 @@
-"""Elementwise ops (csrc/ops/elementwise.c, csrc/ops/unary.c) against CPU."""
+"""Elementwise ops (csrc/ops/elementwise.c, csrc/ops/unary.c) against CPU:
+arithmetic with broadcasting and promotion, unary math, comparisons."""
 import pytest
 import torch
 import torch.nn.functional as F
 
 import torch_tpu
 from harness import check
+
 
 torch.manual_seed(0)
 NAN, INF = float("nan"), float("inf")
@@ -329,40 +331,7 @@ def test_predicates():
     check(lambda a: torch.nan_to_num(a), special().to(torch.float16))
 
 
-# ------------------------------------------------------------ activations
-
-ACTS = [
-    ("relu", F.relu), ("gelu", F.gelu), ("gelu_tanh", lambda a: F.gelu(a, approximate="tanh")),
-    ("silu", F.silu), ("mish", F.mish), ("hardtanh", lambda a: F.hardtanh(a, -0.5, 2.0)),
-    ("leaky_relu", lambda a: F.leaky_relu(a, 0.2)), ("elu", F.elu),
-    ("elu_scaled", lambda a: torch.ops.aten.elu(a, 0.7, 1.2, 0.9)), ("selu", F.selu), ("celu", F.celu),
-    ("softplus", F.softplus), ("softplus_beta", lambda a: F.softplus(a, beta=2.0, threshold=3.0)),
-    ("hardsigmoid", F.hardsigmoid), ("hardswish", F.hardswish), ("sigmoid", torch.sigmoid),
-    ("tanh", torch.tanh), ("relu6", F.relu6),
-]
-
-
-@pytest.mark.parametrize("name,fn", ACTS, ids=[n for n, _ in ACTS])
-def test_activation(name, fn):
-    x = torch.cat([torch.randn(12) * 4, torch.tensor([-3.0, 3.0, 0.0, 25.0])])
-    check(fn, x, grad=True)
-    check(fn, x.to(torch.bfloat16))
-
-
-def test_activation_inplace():
-    def f(a):
-        a = a.clone()
-        return F.relu(a.clone(), inplace=True), F.elu(a.clone(), inplace=True), \
-            F.leaky_relu(a.clone(), inplace=True), F.hardtanh(a.clone(), inplace=True), \
-            F.silu(a.clone(), inplace=True)
-    check(f, randn(8))
-
-
-def test_relu_int_and_bool_error():
-    check(F.relu, ints(6))
-    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
-        F.relu(torch.tensor([True], device="tpu"))
-
+# ------------------------------------------------------------ views, out= dtypes
 
 def test_views_and_inplace_on_views():
     def f(a, b):
@@ -380,10 +349,177 @@ def test_out_dtype_cast_error():
         torch.exp(x, out=torch.empty(4, dtype=torch.int64, device="tpu"))
 
 
-def test_inplace_activation_grad_uses_result():
-    # In-place activations on a non-leaf save the result: elu_backward with
-    # is_result=True, leaky_relu_backward with self_is_result=True.
-    x = torch.randn(10) * 3
-    check(lambda a: F.elu(a * 1, alpha=0.8, inplace=True), x, grad=True)
-    check(lambda a: F.leaky_relu(a * 1, 0.2, inplace=True), x, grad=True)
-    check(lambda a: torch.sigmoid_(a * 1) + torch.tanh_(a * 2), x, grad=True)
+def _x(*shape, lo=-3.0, hi=3.0, dtype=torch.float32):
+    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
+
+
+def test_add_broadcast_and_alpha():
+    check(lambda x, y: torch.add(x, y, alpha=2), torch.randn(3, 4), torch.randn(4))
+
+
+def test_python_scalar_keeps_tensor_dtype():
+    check(lambda x: x * 2.5 - 1, torch.randn(5).to(torch.bfloat16))
+
+
+def test_int_tensor_times_float_scalar_promotes():
+    check(lambda x: x * 2.5, torch.arange(6))
+
+
+def test_mul_grad():
+    check(lambda x, y: x * y, torch.randn(2, 3), torch.randn(2, 3), grad=True)
+
+
+@pytest.mark.parametrize("fn", [torch.sinc, torch.deg2rad, torch.rad2deg, torch.lgamma,
+                                torch.special.entr, torch.angle])
+def test_unary_math_grad(fn):
+    check(fn, _x(9, lo=0.1, hi=4.0), grad=True, atol=1e-5, rtol=1e-5)
+
+
+def test_unary_math_edges():
+    x = torch.tensor([0.0, -0.0, -1.0, -2.5, 1.0, 2.0, float("nan"), float("inf"), -float("inf")])
+    check(lambda x: (torch.sinc(x), torch.special.entr(x), torch.angle(x), torch.digamma(x)), x)
+
+
+def test_unary_math_int_promotes():
+    check(lambda x: (torch.sinc(x), torch.deg2rad(x), torch.lgamma(x), torch.angle(x)),
+          torch.arange(-2, 4))
+
+
+def test_sign_predicates():
+    x = torch.tensor([0.0, -0.0, 1.0, -2.0, float("inf"), -float("inf"), float("nan")])
+    check(lambda x: (torch.signbit(x), torch.isposinf(x), torch.isneginf(x)), x)
+    check(lambda x: (torch.signbit(x), torch.isposinf(x)), torch.tensor([-1, 0, 2]))
+
+
+def test_xlogy_grad():
+    x = torch.tensor([0.0, 1.0, 2.0, 0.0, 3.0])
+    y = torch.tensor([0.0, 0.5, 2.0, float("nan"), 4.0])
+    check(torch.xlogy, x, y)
+    check(torch.xlogy, _x(4, lo=0.5), _x(4, lo=0.5), grad=True)
+    check(lambda y: torch.xlogy(2.0, y), _x(4, lo=0.5), grad=True)
+    check(lambda x: torch.xlogy(x, 3), torch.arange(4))
+    check(torch.special.xlog1py, x, y)
+    check(torch.special.xlog1py, _x(4, lo=0.5), _x(4, lo=0.5), grad=True)
+
+
+def test_hypot_copysign_grad():
+    check(torch.hypot, _x(3, 4), _x(4), grad=True)
+    check(torch.hypot, torch.tensor([3e30, 0.0, float("inf")]), torch.tensor([4e30, 0.0, float("nan")]))
+    check(torch.copysign, _x(5), torch.tensor([1.0, -1.0, 0.0, -0.0, 2.0]), grad=True)
+    check(lambda x: torch.copysign(x, -1), torch.arange(4))
+
+
+def test_nextafter_heaviside():
+    x = torch.tensor([0.0, 1.0, -1.0, 2.0, 1.0, float("nan")])
+    y = torch.tensor([1.0, 2.0, -2.0, 1.0, 1.0, 1.0])
+    check(torch.nextafter, x, y)
+    check(torch.nextafter, x.double(), y.double())
+    check(torch.heaviside, torch.tensor([-1.0, 0.0, 2.0]), torch.tensor([0.5]))
+    check(torch.heaviside, torch.tensor([-1, 0, 2]), torch.tensor([7, 7, 7]))
+
+
+def test_logaddexp_grad():
+    check(torch.logaddexp, _x(4), _x(4), grad=True)
+    check(torch.logaddexp2, _x(4), _x(4), grad=True)
+    inf = float("inf")
+    check(torch.logaddexp, torch.tensor([inf, -inf, 1.0]), torch.tensor([inf, -inf, -inf]))
+
+
+def test_float_power():
+    check(lambda x: torch.float_power(x, 2), _x(4), grad=True)
+    check(torch.float_power, _x(4, lo=0.5), torch.arange(4))
+    check(lambda x: torch.float_power(2, x), torch.arange(4))
+
+
+def test_shifts():
+    x = torch.tensor([1, -8, 5, 3], dtype=torch.int32)
+    check(lambda x: (x << 2, x >> 1, x << 40, x >> 40), x)
+    check(lambda x, y: (x << y, x >> y), torch.tensor([1, 200, 7], dtype=torch.uint8),
+          torch.tensor([1, 3, 9], dtype=torch.uint8))
+    check(lambda x, y: (torch.bitwise_left_shift(x, y), torch.bitwise_right_shift(x, y)),
+          torch.tensor([5, -5, 9]), torch.tensor([1, 2, -1]))
+
+
+def test_gcd_lcm():
+    a = torch.tensor([12, -18, 0, 7, 0, 1071])
+    b = torch.tensor([8, 12, 5, 0, 0, 462])
+    check(lambda a, b: (torch.gcd(a, b), torch.lcm(a, b)), a, b)
+    check(torch.gcd, a.to(torch.int16), b.to(torch.int16))
+
+
+def test_nextafter_subnormal():
+    x = torch.tensor([0.0, -0.0, 1e-45, 1e-40, -1e-40, 1e-38])
+    y = torch.tensor([-1.0, 1.0, 0.0, 1.0, 1.0, 0.0])
+    check(torch.nextafter, x, y)
+
+
+def test_clamp_bool_and_lerp_half_scalar_weight():
+    a = torch.tensor([True, False, True, False])
+    lo = torch.tensor([False, False, True, True])
+    hi = torch.tensor([True, False, False, True])
+    check(lambda a, lo, hi: (torch.clamp(a, min=lo), torch.clamp_min(a, lo), torch.clamp_max(a, hi)),
+          a, lo, hi)
+    check(lambda x, y: torch.lerp(x, y, 0.4), torch.tensor([4.1640625]).half(),
+          torch.tensor([-6.25390625]).half())
+
+
+def test_inplace_and_out_variants():
+    x, y = _x(5), _x(5, lo=0.5, hi=2.0)
+    check(lambda x, y: (x.clone().hypot_(y), x.clone().copysign_(-1.0), y.clone().digamma_(),
+                        y.clone().polygamma_(1), (y / 3).logit_(0.1), x.clone().sinc_()), x, y)
+    check(lambda x: (F.rrelu(x.clone(), inplace=True), F.celu(x.clone(), inplace=True),
+                     F.threshold(x.clone(), 0.1, 5.0, inplace=True)), x)
+    check(lambda x, y: torch.xlogy(x, y, out=torch.empty(5, device=x.device)), x, y)
+    check(lambda i: (i.clone().__ilshift__(2), i.clone().gcd_(torch.tensor([6], device=i.device))),
+          torch.tensor([3, -6, 9, 0, 12]))
+
+
+def test_div_trunc_bfloat16_rounds_quotient():
+    x = torch.tensor([2.99, -5.98, 7.0, 1.0]).bfloat16()
+    y = torch.tensor([1.0, 2.0, 3.0, 0.3]).bfloat16()
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), x * 100, y)
+    check(lambda x, y: torch.div(x, y, rounding_mode="trunc"), x, y)
+
+
+def test_shift_scalar_self():
+    check(lambda y: (torch.bitwise_left_shift(5, y), torch.bitwise_right_shift(-64, y)),
+          torch.tensor([0, 1, 3, 70]))
+
+
+def test_user_errors_match_cpu():
+    x = torch.randn(4, 6)
+    for fn in [lambda x: F.softshrink(x, -0.5), lambda x: F.glu(x[:, :5]), lambda x: F.glu(x, 3),
+               lambda x: torch.polygamma(-1, x), lambda x: torch.heaviside(x, x.double())]:
+        with pytest.raises(Exception) as cpu_err:
+            fn(x)
+        with pytest.raises(type(cpu_err.value)) as tpu_err:
+            fn(x.to("tpu"))
+        assert str(tpu_err.value).split("\n")[0] == str(cpu_err.value).split("\n")[0]
+
+
+@pytest.mark.parametrize("decimals", [3, -3, 1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_round_decimals(decimals, dtype):
+    x = (torch.randn(50) * 1000).to(dtype)
+    check(lambda t: torch.round(t, decimals=decimals), x)
+
+
+@pytest.mark.parametrize("a, b", [
+    (torch.tensor([1.0, 2.0, float("nan")]), torch.tensor([1.0, 2.0, float("nan")])),
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])),
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])),
+    (torch.tensor([1.0, 2.0]), torch.tensor([1.0])),
+    (torch.ones(0), torch.ones(0)),
+    (torch.ones(2), torch.ones(2, dtype=torch.int64)),
+    (torch.tensor([1.5]), torch.tensor([1])),
+    (torch.arange(6).reshape(2, 3).t(), torch.arange(6).reshape(2, 3).t().contiguous()),
+])
+def test_equal_matches_cpu_natively(a, b):
+    torch_tpu.debug.reset_fallback_report()
+    assert torch.equal(a.tpu(), b.tpu()) == torch.equal(a, b)
+    assert torch_tpu.debug.fallback_report() == {}
+
+
+def test_equal_across_devices_raises():
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.equal(torch.ones(2).tpu(), torch.ones(2))

@@ -1,104 +1,13 @@
+"""Other nn ops (csrc/ops/nn.c) against CPU: embedding, embedding_bag, dropout."""
 import pytest
 import torch
 import torch.nn.functional as F
 
 import torch_tpu
-from harness import check, assert_close
+from harness import check
+
 
 A = torch.ops.aten
-
-
-# ------------------------------------------------------------------ batch norm
-
-@pytest.mark.parametrize("training", [True, False])
-def test_native_batch_norm_grad(training):
-    x = torch.randn(4, 3, 2, 2)
-    w, b = torch.randn(3), torch.randn(3)
-    rm, rv = torch.randn(3), torch.rand(3) + 0.5
-
-    def fn(x, w, b, rm, rv):
-        out = A.native_batch_norm(x, w, b, rm.detach(), rv.detach(), training, 0.1, 1e-5)
-        return out[0] if not training else out
-
-    check(fn, x, w, b, rm, rv, grad=True)
-
-
-def test_batch_norm_running_stats_updated():
-    x = torch.randn(5, 3)
-    rm, rv = torch.randn(3), torch.rand(3) + 0.5
-    trm, trv = rm.to("tpu"), rv.to("tpu")
-    torch_tpu.debug.reset_fallback_report()
-    out = A.native_batch_norm(x.to("tpu"), None, None, trm, trv, True, 0.3, 1e-5)
-    exp = A.native_batch_norm(x, None, None, rm, rv, True, 0.3, 1e-5)
-    assert not torch_tpu.debug.fallback_report()
-    for a, e in zip(out, exp):
-        assert_close(a, e)
-    assert_close(trm, rm)
-    assert_close(trv, rv)
-
-
-def test_native_batch_norm_no_stats_bf16():
-    check(lambda x: A.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5),
-          torch.randn(3, 4, 5).bfloat16())
-
-
-def test_native_batch_norm_legit():
-    check(lambda x, w, b: A._native_batch_norm_legit(x, w, b, True, 0.1, 1e-5),
-          torch.randn(4, 3), torch.randn(3), torch.randn(3))
-
-
-# ------------------------------------------------------------------ layer / group norm
-
-def test_layer_norm_forward():
-    # on tpu F.layer_norm decomposes (math_native_layer_norm) into native_batch_norm
-    # (lowered here) and addcmul (another family), so only the no-affine case is native
-    check(lambda x: F.layer_norm(x, (4,)), torch.randn(2, 3, 4))
-
-
-def _routed_to_core(op):
-    # PyTorch's CompositeExplicitAutograd kernel for these ops outranks the
-    # backend fallback unless the boundary registers the op explicitly.
-    table = torch._C._dispatch_dump_table("aten::" + op)
-    line = next(l for l in table.splitlines() if l.startswith("PrivateUse1:"))
-    return "CompositeExplicitAutograd" not in line
-
-
-@pytest.mark.skipif(not _routed_to_core("native_layer_norm"),
-                    reason="native_layer_norm runs PyTorch's composite kernel on tpu")
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_native_layer_norm(dtype):
-    check(lambda x, w, b: A.native_layer_norm(x, [3, 4], w, b, 1e-5),
-          torch.randn(2, 3, 4).to(dtype), torch.randn(3, 4).to(dtype), torch.randn(3, 4).to(dtype),
-          grad=True)
-
-
-@pytest.mark.skipif(not _routed_to_core("native_group_norm"),
-                    reason="native_group_norm runs PyTorch's composite kernel on tpu")
-def test_native_group_norm():
-    check(lambda x, w, b: A.native_group_norm(x, w, b, 2, 4, 6, 2, 1e-5)[0],
-          torch.randn(2, 4, 2, 3), torch.randn(4), torch.randn(4), grad=True)
-    check(lambda x: A.native_group_norm(x, None, None, 2, 4, 6, 2, 1e-5),
-          torch.randn(2, 4, 2, 3).bfloat16())
-
-
-@pytest.mark.parametrize("affine", [True, False])
-def test_native_layer_norm_backward(affine):
-    x = torch.randn(2, 3, 4)
-    w, b = (torch.randn(4), torch.randn(4)) if affine else (None, None)
-    _, mean, rstd = A.native_layer_norm(x, [4], w, b, 1e-5)
-    go = torch.randn(2, 3, 4)
-    check(lambda go, x, mean, rstd, *wb: A.native_layer_norm_backward(
-        go, x, [4], mean, rstd, *(wb if affine else (None, None)), [True, affine, affine])[:1 + 2 * affine],
-        go, x, mean, rstd, *((w, b) if affine else ()))
-
-
-def test_native_group_norm_backward():
-    x = torch.randn(2, 4, 3, 3)
-    w, b = torch.randn(4), torch.randn(4)
-    _, mean, rstd = A.native_group_norm(x, w, b, 2, 4, 9, 2, 1e-5)
-    go = torch.randn_like(x)
-    check(lambda go, x, mean, rstd, w: A.native_group_norm_backward(
-        go, x, mean, rstd, w, 2, 4, 9, 2, [True, True, True]), go, x, mean, rstd, w)
 
 
 # ------------------------------------------------------------------ embedding
@@ -153,92 +62,32 @@ def test_f_dropout():
     torch.testing.assert_close(yc[kept], xc[kept] * 2, rtol=0, atol=0)
 
 
-# ------------------------------------------------------------------ nll / cross entropy
-
-@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-def test_nll_loss(reduction):
-    x = torch.randn(5, 4)
-    t = torch.tensor([0, 3, 1, 3, 2])
-    check(lambda x, t: F.nll_loss(x, t, reduction=reduction), x, t, grad=True)
-
-
-def test_nll_loss_weight_ignore_index():
-    x = torch.randn(5, 4)
-    t = torch.tensor([0, 3, 1, 3, 2])
-    w = torch.rand(4)
-    check(lambda x, t, w: F.nll_loss(x, t, weight=w.detach(), ignore_index=3), x, t, w, grad=True)
-    check(lambda x, t: F.nll_loss(x, t, ignore_index=1, reduction="sum"), x, t, grad=True)
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("last", [False, True])
+def test_embedding_bag_grad(mode, last):
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    offs = torch.tensor([0, 4, 4, 8] if last else [0, 4, 4])
+    check(lambda w: F.embedding_bag(idx.to(w.device), w, offs.to(w.device), mode=mode,
+                                    include_last_offset=last), torch.randn(10, 3), grad=True)
 
 
-def test_nll_loss_all_ignored():
-    # total_weight 0: mean is nan, ignored targets still get zero gradient
-    check(lambda x, t: F.nll_loss(x, t, ignore_index=1), torch.randn(3, 4), torch.tensor([1, 1, 1]),
-          grad=True)
+def test_embedding_bag_padding_idx_grad():
+    idx, offs = torch.tensor([1, 2, 4, 4, 3, 4]), torch.tensor([0, 3, 4])
+    for mode in ("sum", "mean"):
+        check(lambda w: F.embedding_bag(idx.to(w.device), w, offs.to(w.device), mode=mode,
+                                        padding_idx=4), torch.randn(6, 3), grad=True)
 
 
-def test_nll_loss_single_sample():
-    check(lambda x, t: F.nll_loss(x, t), torch.randn(4), torch.tensor(2), grad=True)
+def test_embedding_bag_per_sample_weights_grad():
+    idx, offs = torch.tensor([1, 2, 0, 3, 3]), torch.tensor([0, 2])
+    check(lambda w, p: F.embedding_bag(idx.to(w.device), w, offs.to(w.device),
+                                       per_sample_weights=p, mode="sum"),
+          torch.randn(4, 3), torch.rand(5), grad=True)
 
 
-@pytest.mark.parametrize("reduction", ["none", "mean"])
-def test_nll_loss2d(reduction):
-    x = torch.randn(2, 3, 2, 2)
-    t = torch.randint(0, 3, (2, 2, 2))
-    w = torch.rand(3)
-    check(lambda x, t, w: F.nll_loss(x, t, weight=w.detach(), reduction=reduction), x, t, w, grad=True)
-
-
-def test_nll_loss_bf16():
-    check(lambda x, t: F.nll_loss(x, t), torch.randn(5, 4).bfloat16(), torch.tensor([0, 3, 1, 3, 2]))
-
-
-def _log_softmax_lowered():
-    return "_log_softmax" in torch_tpu.debug.lowered_ops()
-
-
-@pytest.mark.parametrize("kw", [{}, {"label_smoothing": 0.1}, {"ignore_index": 1}])
-def test_cross_entropy(kw):
-    # composite: _log_softmax (reduction family) + nll_loss (here)
-    x = torch.randn(5, 4)
-    t = torch.tensor([0, 3, 1, 3, 2])
-    check(lambda x, t: F.cross_entropy(x, t, **kw), x, t, grad=True,
-          native=_log_softmax_lowered() and not kw.get("label_smoothing"))
-
-
-# ------------------------------------------------------------------ pointwise losses
-
-@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-def test_mse_loss(reduction):
-    check(lambda x, y: F.mse_loss(x, y, reduction=reduction), torch.randn(3, 4), torch.randn(3, 4),
-          grad=True)
-
-
-def test_mse_loss_bf16():
-    check(lambda x, y: F.mse_loss(x, y), torch.randn(3, 4).bfloat16(), torch.randn(3, 4).bfloat16())
-
-
-@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-def test_binary_cross_entropy(reduction):
-    x = torch.rand(3, 4) * 0.98 + 0.01
-    t = torch.rand(3, 4)
-    check(lambda x, t: F.binary_cross_entropy(x, t.detach(), reduction=reduction), x, t, grad=True)
-
-
-def test_binary_cross_entropy_weight_and_clamp():
-    x = torch.tensor([0.0, 1.0, 0.5, 0.2])
-    t = torch.tensor([1.0, 0.0, 0.5, 1.0])
-    w = torch.rand(4)
-    check(lambda x, t, w: F.binary_cross_entropy(x, t, weight=w, reduction="sum"), x, t, w)
-    check(lambda x, t, w: F.binary_cross_entropy(x, t.detach(), weight=w.detach()), x[2:], t[2:], w[2:], grad=True)
-
-
-@pytest.mark.parametrize("reduction", ["none", "mean"])
-def test_huber_loss(reduction):
-    x, y = torch.randn(3, 4) * 2, torch.randn(3, 4)
-    check(lambda x, y: F.huber_loss(x, y, reduction=reduction, delta=0.7), x, y, grad=True)
-
-
-@pytest.mark.parametrize("reduction", ["none", "sum"])
-def test_smooth_l1_loss(reduction):
-    x, y = torch.randn(3, 4) * 2, torch.randn(3, 4)
-    check(lambda x, y: F.smooth_l1_loss(x, y, reduction=reduction, beta=0.5), x, y, grad=True)
+def test_embedding_bag_2d_and_weights():
+    idx = torch.tensor([[0, 2, 3], [3, 1, 1]])
+    check(lambda w: F.embedding_bag(idx.to(w.device), w, mode="mean"), torch.randn(5, 4), grad=True)
+    flat, offs, psw = torch.tensor([1, 2, 0, 3]), torch.tensor([0, 1]), torch.rand(4)
+    check(lambda w, p: F.embedding_bag(flat.to(w.device), w, offs.to(w.device),
+                                       per_sample_weights=p, mode="sum"), torch.randn(4, 3), psw)

@@ -1,5 +1,8 @@
+"""Reductions (csrc/ops/reduction.c) against CPU: sum/mean/prod, min/max,
+var/std, norms, logsumexp, softmax."""
 import pytest
 import torch
+import torch.nn.functional as F
 
 import torch_tpu
 from harness import check
@@ -124,31 +127,6 @@ def test_all_any():
     check(lambda x: (x.all(0), x.any()), torch.randn(2, 3) > 0)
 
 
-# ---------------------------------------------------------------- cumsum / cumprod
-
-def test_cumsum():
-    check_grad(lambda x: (x.cumsum(1), x.cumsum(-1), x.cumsum(0, dtype=torch.float64)), x23())
-    check(lambda x: (x.cumsum(0), x.cumsum(1)), ints())
-    check(lambda x: x.cumsum(0), torch.tensor([True, False, True]))
-    big = torch.randint(-1000, 1000, (2, 300))
-    check(lambda x: x.cumsum(1), big)  # long dims take the log-step scan
-    check(lambda x: x.cumsum(0), torch.randn(200))
-    check(lambda x: x.cumsum(0), x23(torch.float16))
-
-
-def test_cumsum_inplace():
-    def f(x):
-        y = x.clone()
-        y.cumsum_(1)
-        return y
-    check(f, torch.randint(0, 5, (2, 3), dtype=torch.int32))
-
-
-def test_cumprod():
-    check(lambda x: (x.cumprod(1), x.cumprod(0)), x23())
-    check(lambda x: x.cumprod(1), torch.randint(-3, 4, (2, 5)))
-
-
 # ---------------------------------------------------------------- softmax
 
 def test_softmax_log_softmax_grad():
@@ -177,3 +155,89 @@ def test_vector_norm_grad():
 
 def test_vector_norm_dtype():
     check(lambda x: torch.linalg.vector_norm(x, 2, dim=1, dtype=torch.float32), x23(torch.float16))
+
+
+NAN = float("nan")
+A = torch.ops.aten
+
+
+def _fp64_errors(fn, *xs):
+    """Max |float32 result - float64 result| on CPU and on tpu."""
+    ref = fn(*[x.double() for x in xs])
+    cpu = fn(*xs)
+    tpu = fn(*[x.to("tpu") for x in xs]).cpu()
+    return (cpu.double() - ref).abs().max().item(), (tpu.double() - ref).abs().max().item()
+
+
+def test_nansum_nanmean():
+    x = torch.tensor([[1.0, NAN, 2.0], [NAN, NAN, 3.0]])
+    check(lambda x: torch.nansum(x), x)
+    check(lambda x: torch.nansum(x, dim=1, keepdim=True), x, grad=True)
+    check(lambda x: torch.nanmean(x, dim=0), x)
+    check(lambda x: torch.nansum(x, 0), torch.arange(6).reshape(2, 3))
+    check(lambda x: torch.nansum(x, dtype=torch.float32), torch.randn(4, 5).to(torch.bfloat16))
+
+
+def test_count_nonzero():
+    x = torch.tensor([[0.0, 1.0, NAN], [0.0, 0.0, -2.0]])
+    check(lambda x: torch.count_nonzero(x), x)
+    check(lambda x: torch.count_nonzero(x, dim=1), x)
+    check(lambda x: torch.count_nonzero(x, dim=(0, 1)), torch.tensor([[True, False], [True, True]]))
+
+
+def test_aminmax():
+    check(lambda x: torch.aminmax(x), torch.randn(3, 4))
+    check(lambda x: torch.aminmax(x, dim=0, keepdim=True), torch.randint(-5, 5, (3, 4)))
+    check(lambda x: torch.aminmax(x, dim=1), torch.tensor([[1.0, NAN], [2.0, 3.0]]))
+
+
+def test_renorm():
+    x = torch.randn(4, 3) * 3
+    check(lambda x: torch.renorm(x, 2, 0, 1.5), x, grad=True)
+    check(lambda x: torch.renorm(x, 1, 1, 2.0), x)
+    check(lambda x: x.clone().renorm_(float("inf"), 0, 1.0), x)
+
+
+def test_dist():
+    check(lambda x, y: torch.dist(x, y), torch.randn(3, 4), torch.randn(4), grad=True)
+    check(lambda x, y: torch.dist(x, y, 3), torch.randn(3, 4), torch.randn(3, 4))
+    check(lambda x, y: torch.dist(x, y, float("inf")), torch.randn(5), torch.randn(5))
+
+
+def test_sum_prod_bool_dtype():
+    x = torch.tensor([[True, False, True], [True, True, True]])
+    check(lambda x: torch.prod(x, 1, dtype=torch.bool), x)
+    check(lambda x: torch.sum(x, 0, dtype=torch.bool), x)
+    check(lambda x: torch.prod(x, 1), x)
+
+
+@pytest.mark.parametrize("p", [None, 1, 2, 3.5, float("inf")])
+def test_norm_with_dims(p):
+    x = torch.randn(4, 5, 3)
+    check(lambda t: torch.norm(t, p=p, dim=(0, 2), keepdim=True), x, grad=True)
+    check(lambda t: A.norm.ScalarOpt_dim(t, p, [1]), x)
+
+
+def test_norm_through_pairwise_distance_and_triplet_loss():
+    a, b, c = torch.randn(5, 10), torch.randn(5, 10), torch.randn(5, 10)
+    check(lambda x, y: F.pairwise_distance(x, y), a, b, grad=True)
+    check(lambda x, y, z: F.triplet_margin_loss(x, y, z, margin=1.0), a, b, c, grad=True)
+
+
+def test_logsumexp_scalar_over_no_dims():
+    for v in (2.0, float("inf"), float("-inf"), -3.3):
+        check(lambda t: torch.logsumexp(t, dim=[]), torch.tensor(v))
+
+
+def test_sum_error_does_not_grow_with_count():
+    # one accumulator over 100000 terms loses ~3 digits; blocks keep ~eps
+    torch.manual_seed(0)
+    x = torch.rand(100000) + 1
+    cpu_err, tpu_err = _fp64_errors(lambda t: t.sum(), x)
+    assert tpu_err <= 2 * cpu_err + 1e-3, (cpu_err, tpu_err)
+    y = torch.randn(5, 10, 5, 20) * 3
+    cpu_err, tpu_err = _fp64_errors(lambda t: t.sum((1, 3)), y)
+    assert tpu_err <= 2 * cpu_err, (cpu_err, tpu_err)
+    check(lambda t: t.sum((1, 3), keepdim=True), y)
+    check(lambda t: t.mean((0, 2)), y)
+    check(lambda t: t.sum(), torch.randn(37, 3))  # padded blocks

@@ -1,0 +1,63 @@
+"""Sorting and order statistics (csrc/ops/reduction_index.c) against CPU: sort,
+topk, kthvalue, median, mode."""
+import pytest
+import torch
+
+from harness import check
+
+
+NAN = float("nan")
+
+
+def _ties():
+    # rows with repeated values, -0.0/0.0 and NaN
+    return torch.tensor([[3.0, 1.0, 2.0, 1.0, NAN, 0.0, -0.0, 2.0],
+                         [NAN, 5.0, -1.0, 5.0, NAN, 7.0, -1.0, 4.0]])
+
+
+@pytest.mark.parametrize("desc", [False, True])
+def test_sort_stable_ties_nan(desc):
+    check(lambda x: torch.sort(x, dim=1, descending=desc, stable=True), _ties())
+    check(lambda x: torch.sort(x, dim=0, descending=desc), torch.randn(5, 3), grad=True)
+
+
+def test_sort_int_bool_argsort_msort():
+    check(lambda x: torch.sort(x, descending=True, stable=True), torch.randint(-3, 3, (3, 9)))
+    check(lambda x: torch.sort(x, stable=True), torch.tensor([True, False, True, False]))
+    check(lambda x: torch.argsort(x, dim=0, stable=True), torch.randint(0, 3, (7, 2)))
+    check(lambda x: torch.msort(x), torch.randn(4, 3).to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk(largest):
+    check(lambda x: torch.topk(x, 3, dim=1, largest=largest), torch.randn(3, 6), grad=True)
+    check(lambda x: torch.topk(x, 2, largest=largest), torch.tensor([1.0, NAN, 3.0, -2.0]))
+    check(lambda x: torch.topk(x, 2, dim=0, largest=largest), torch.randperm(12).reshape(4, 3))
+
+
+def test_kthvalue():
+    check(lambda x: torch.kthvalue(x, 2, dim=1), torch.randn(3, 5), grad=True)
+    check(lambda x: torch.kthvalue(x, 3, dim=0, keepdim=True), torch.randperm(15).reshape(5, 3))
+
+
+def test_median():
+    check(lambda x: torch.median(x), torch.randn(4, 5), grad=True)
+    check(lambda x: torch.median(x, dim=1), torch.randn(3, 6), grad=True)
+    check(lambda x: torch.median(x, dim=0, keepdim=True), torch.randperm(12).reshape(4, 3))
+    check(lambda x: torch.median(x, 1), torch.tensor([[1.0, NAN, 2.0, NAN], [4.0, 3.0, 2.0, 1.0]]))
+    check(lambda x: torch.median(x), torch.tensor([1.0, NAN, 2.0]))
+
+
+def test_nanmedian():
+    x = torch.tensor([[1.0, NAN, 2.0, 5.0], [NAN, NAN, 3.0, NAN], [4.0, NAN, 2.0, 1.0]])
+    # all-NaN rows: CPU picks an nth_element-dependent index (position 0 for rows of <= 3)
+    check(lambda x: torch.nanmedian(x, 1), torch.full((2, 3), NAN))
+    check(lambda x: torch.nanmedian(x, 1), x)
+    check(lambda x: torch.nanmedian(x), x)
+    check(lambda x: torch.nanmedian(x, 0), torch.randn(5, 2), grad=True)
+
+
+def test_mode():
+    x = torch.tensor([[1, 2, 2, 3, 3, 0], [5, 5, 5, 1, 1, 1], [4, 3, 2, 1, 0, 9]])
+    check(lambda x: torch.mode(x, 1), x)
+    check(lambda x: torch.mode(x, 0, keepdim=True), x.float())
