@@ -1,22 +1,20 @@
+/* Running one aten op: its cache key, its plan (built by the lowering on a
+ * miss), then Strict launch (strict.c) or Fused record (region.c). */
 #include "graph/execute.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache/compile_cache.h"
 #include "graph/core.h"
-#include "graph/explain.h"
 #include "graph/key_buf.h"
 #include "graph/lower_ctx.h"
-#include "graph/persistent.h"
 #include "graph/region.h"
 #include "graph/strict.h"
-#include "graph/value_args.h"
 #include "graph/storage.h"
+#include "graph/value_args.h"
 
 static _Atomic uint64_t n_run, n_declined, n_missing;
 
