@@ -11,7 +11,8 @@ of its own floor or lower ones; the script fails (exit 1) on
     (a header declares what its own .c defines; INTERFACES lists the few
     headers that are contracts implemented elsewhere on purpose),
 
-printing each offending edge. Usage: check_floors.py [CSRC_DIR] (default:
+printing each offending edge, and when the floors table of
+docs/architecture.md names other floors than FLOORS. Usage: check_floors.py [CSRC_DIR] (default:
 the csrc/ beside this script). Standard library only; the parsing is a
 small approximation of C that the core's style keeps sufficient: function
 definitions and prototypes start at column 0 (outside braces).
@@ -247,14 +248,31 @@ def check(csrc):
     return problems, len(files), len(defs)
 
 
+def check_docs(csrc):
+    """The floors table in docs/architecture.md names the same floors."""
+    doc = os.path.join(csrc, os.pardir, "docs", "architecture.md")
+    if not os.path.exists(doc):
+        return []
+    with open(doc, encoding="utf-8") as f:
+        text = f.read()
+    rows = re.findall(r"^\| (\d+) \| ([^|]+?) \|", text.split("## Floors", 1)[-1], re.M)
+    documented = [(int(n), name) for n, name in rows]
+    expected = [(floor, name) for floor, name, _ in FLOORS]
+    if documented[:len(expected)] != expected:
+        return ["docs/architecture.md: the Floors table lists %s, the checker %s" % (
+            documented, expected)]
+    return []
+
+
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     csrc = argv[1] if len(argv) > 1 else os.path.join(here, os.pardir, "csrc")
     problems, n_files, n_defs = check(csrc)
+    problems += check_docs(csrc)
     for p in problems:
         print(p)
     if problems:
-        print("check_floors: %d edge(s) run against the floors" % len(problems))
+        print("check_floors: %d problem(s): edges run against the floors" % len(problems))
         return 1
     print("check_floors: %d files, %d functions, every include and call keeps to its floor"
           % (n_files, n_defs))
