@@ -23,7 +23,8 @@ CORE_LIB := $(BUILD)/libtt_core.a
 EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
-.PHONY: all build venv test test-c test-python goldens demo bench bench-xla-reference conformance clean
+# check-floors: the C core keeps its floors (docs/architecture.md, Floors).
+.PHONY: all build venv test test-c test-python check-floors goldens demo bench bench-xla-reference conformance clean
 
 all: build
 
@@ -119,8 +120,12 @@ test-python: build
 	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
 	TORCH_TPU_EAGER_MODE=debug PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
 
+check-floors:
+	$(PYTHON) tools/check_floors.py
+
 # Builds with two jobs, then runs the suites one after the other.
 test:
+	$(MAKE) check-floors
 	$(MAKE) -j2 build
 	$(MAKE) test-c
 	$(MAKE) test-python

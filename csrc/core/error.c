@@ -70,7 +70,6 @@ const char *tt_error_code_name(tt_error_code code) {
     case TT_ERR_COMPILE: return "compile error";
     case TT_ERR_PLUGIN: return "plugin error";
     case TT_ERR_RUNTIME: return "runtime error";
-    case TT_ERR_NEEDS_RESIZE: return "needs resize";
   }
   return "unknown error";
 }

@@ -18,7 +18,6 @@ typedef enum {
   TT_ERR_COMPILE,              /* the plugin rejected a program */
   TT_ERR_PLUGIN,               /* plugin missing, unloadable, too old, or returned an error */
   TT_ERR_RUNTIME,              /* anything else at run time */
-  TT_ERR_NEEDS_RESIZE,         /* internal: an out= argument must be resized, then retry */
 } tt_error_code;
 
 typedef struct tt_error tt_error;

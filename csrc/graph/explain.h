@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ops/lowering.h"
+#include "core/args.h"
 
 /* "f32[16,64]; f32[64]; Scalar(float); int 1; ints [0,2]" into buf. */
 void tt_describe_args(const tt_arg *args, int nargs, char *buf, size_t size);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "graph/grow.h"
-#include "graph/program.h"
+#include "graph/lower_ctx.h"
 #include "graph/storage.h"
 #include "graph/view.h"
 
@@ -304,19 +304,6 @@ tt_error *tt_lc_fail(tt_lower_ctx *c, tt_error_code code, const char *fmt, ...) 
 }
 
 /* ------------------------------------------------------------ build */
-
-void tt_program_free(void *program) {
-  tt_program *p = program;
-  if (!p) return;
-  tt_executable_release(p->exe);
-  free(p->decline_message);
-  free(p->params);
-  free(p->outs);
-  free(p->resize);
-  free(p->value_args);
-  free(p->text);
-  free(p);
-}
 
 static void ctx_free(tt_lower_ctx *c) {
   tt_builder_free(c->b);

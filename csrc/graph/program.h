@@ -4,8 +4,9 @@
 #ifndef TT_GRAPH_PROGRAM_H
 #define TT_GRAPH_PROGRAM_H
 
-#include "ops/lowering.h"
+#include "core/args.h"
 #include "pjrt/runtime.h"
+#include "shlo/builder.h"
 
 typedef enum {
   TT_PARAM_STORAGE, /* the flat buffer of tensor (arg, elem)'s storage */
@@ -42,11 +43,10 @@ typedef struct {
   int n_resize;
   tt_output_plan *resize;
   /* Scalar arguments whose values the program depends on (tt_lc_scalar_value):
-   * the cache then keys the program by those values too. A program stored
-   * under the value-free key with is_router set only lists them. */
+   * the cache then keys the program by those values too (graph/value_args.h
+   * remembers them under the value-free key). */
   int n_value_args;
   int *value_args;
-  bool is_router;
   char *text;                /* the StableHLO (kept for dumps and explain) */
   double compile_seconds;
 } tt_program;
@@ -58,27 +58,28 @@ const tt_tensor_ref *tt_plan_ref(const tt_arg *args, int arg, int elem);
 /* Host bytes (little-endian, pp->dtype) of scalar parameter pp. */
 void tt_param_scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned char out[8]);
 
-/* Runs the lowering `fn` over args and builds (but does not compile) the
- * program text and plan. returns_written: the op returns its mutated
- * arguments (in-place / out=), so results map to them in order. */
-tt_error *tt_program_build(const char *op_name, tt_lower_fn fn, tt_arg *args, int nargs,
-                           bool returns_written, tt_program **out);
-
-/* Fused regions lower many ops into one shared builder. The binding then
- * supplies the values of an op's parameters instead of declaring program
- * parameters: storages by their current value in the region, scalars and
- * RNG states by the op's parameter number (its index in the plan that
- * tt_program_build makes for the same arguments). */
+/* The new tensors an op made, and the out= destinations it asks the caller
+ * to resize first. */
 typedef struct {
-  void *self;
-  tt_val (*storage_value)(void *self, tt_storage *s, tt_dtype dt, int64_t numel);
-  tt_val (*param_value)(void *self, int param_index, tt_shape shape);
-} tt_region_binding;
+  tt_dtype dtype;
+  int ndim;
+  int64_t sizes[TT_MAX_DIMS];
+  /* a fresh storage holding the value (or, in Fused eager, its pending
+   * value); the user reference is owned by the result until taken */
+  tt_storage *storage;
+} tt_new_tensor;
 
-/* Lowers one op into b through bind. On success *out_vals (caller frees)
- * holds the values of the op's outputs in the order of its plan's outs. */
-tt_error *tt_program_lower_into(tt_builder *b, const tt_region_binding *bind, const char *op_name,
-                                tt_lower_fn fn, tt_arg *args, int nargs, bool returns_written,
-                                tt_val **out_vals, int *n_out_vals);
+typedef struct {
+  int n_new;
+  tt_new_tensor *news;  /* the op's new tensors, in return order */
+  /* When n_resize > 0 nothing ran: the out= arguments listed (arg, elem,
+   * shape) must be resized to those shapes, their tt_tensor_refs refreshed,
+   * and the op run once more. */
+  int n_resize;
+  tt_output_plan *resize;
+} tt_op_result;
+
+/* Releases the new tensors not taken and the resize list. */
+void tt_op_result_clear(tt_op_result *res);
 
 #endif

@@ -14,9 +14,9 @@
 enum {
   FLAG_EXE = 1,
   FLAG_TEXT = 2,
-  FLAG_ROUTER = 4,
+  /* 4 was is_router (version 1): value-dependent ops now live in graph/value_args.c */
   FLAG_DECLINE_MESSAGE = 8,
-  KNOWN_FLAGS = 15,
+  KNOWN_FLAGS = 11,
 };
 
 /* ------------------------------------------------------------ writer */
@@ -79,7 +79,6 @@ tt_error *tt_program_serialize(const tt_program *p, bool include_text, void **bl
   size_t exe_len = 0;
   if (p->exe) TT_TRY(tt_executable_serialize(p->exe, &exe_bytes, &exe_len));
   unsigned flags = (p->exe ? FLAG_EXE : 0) | (include_text && p->text ? FLAG_TEXT : 0) |
-                   (p->is_router ? FLAG_ROUTER : 0) |
                    (p->decline_message ? FLAG_DECLINE_MESSAGE : 0);
   writer w = {0};
   w_bytes(&w, TT_PROGRAM_SERIAL_MAGIC, 8);
@@ -211,11 +210,10 @@ tt_error *tt_program_deserialize(tt_runtime *rt, const void *blob, size_t len, t
   unsigned flags = (unsigned)r_uint(&r, 4);
   check(&r, (flags & ~(unsigned)KNOWN_FLAGS) == 0, "unknown flags");
   int declined = r_i32(&r);
-  check(&r, declined >= 0 && declined <= TT_ERR_NEEDS_RESIZE, "bad decline code");
+  check(&r, declined >= 0 && declined <= TT_ERR_RUNTIME, "bad decline code");
   p->declined = (tt_error_code)declined;
   uint64_t secs = r_uint(&r, 8);
   memcpy(&p->compile_seconds, &secs, sizeof secs);
-  p->is_router = (flags & FLAG_ROUTER) != 0;
 
   int n = r_count(&r, 16);
   if (n) {

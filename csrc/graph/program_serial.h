@@ -13,7 +13,7 @@
 #include "graph/program.h"
 
 #define TT_PROGRAM_SERIAL_MAGIC "TTPUPRG\n"
-#define TT_PROGRAM_SERIAL_VERSION 1u
+#define TT_PROGRAM_SERIAL_VERSION 2u
 
 /* Serializes p (whose exe may be NULL for a declined or router program) into
  * a malloc'd blob the caller frees. include_text: also store p->text. */

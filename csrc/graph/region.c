@@ -15,8 +15,11 @@
 #include "graph/core.h"
 #include "graph/explain.h"
 #include "graph/key_buf.h"
+#include "graph/lower_ctx.h"
+#include "graph/modes.h"
 #include "graph/persistent.h"
 #include "graph/replay.h"
+#include "graph/step_stats.h"
 #include "graph/storage.h"
 
 /* ------------------------------------------------------------ state */
@@ -202,7 +205,12 @@ static int slot_of(tt_storage *s) {
   return k >= 0 && k < R.n_slots && R.slots[k].storage == s ? k : -1;
 }
 
+static tt_error *region_storage_sync(tt_storage *s, bool for_write);
+
 static int new_slot(tt_storage *s, tt_dtype dt, int64_t numel, bool input) {
+  /* before any storage joins a region, storages learn to sync with it */
+  static bool hook_registered; /* guarded by R.lock */
+  if (!hook_registered) tt_storage_set_sync_hook(region_storage_sync), hook_registered = true;
   GROW(R.slots, R.n_slots, R.cap_slots);
   int k = R.n_slots++;
   R.slots[k] = (region_slot){s, dt, numel, input, false};
@@ -739,9 +747,10 @@ tt_error *tt_region_flush(tt_flush_reason reason) {
   return err;
 }
 
-tt_error *tt_storage_sync(tt_storage *s, bool for_write) {
-  if (atomic_load(&s->region_slot) < 0) return NULL;
-  if (!for_write && !atomic_load(&s->region_dirty)) return NULL;
+/* The storage floor's sync hook (tt_storage_set_sync_hook): storage s, in
+ * the open region, is about to be read (for_write false: it holds a pending
+ * value) or replaced from outside. */
+static tt_error *region_storage_sync(tt_storage *s, bool for_write) {
   pthread_mutex_lock(&R.lock);
   tt_error *err = NULL;
   if (slot_of(s) >= 0) err = flush_locked(for_write ? TT_FLUSH_WRITE : TT_FLUSH_HOST_READ);

@@ -18,7 +18,8 @@
 #ifndef TT_GRAPH_REGION_H
 #define TT_GRAPH_REGION_H
 
-#include "graph/execute.h"
+#include "graph/lower_ctx.h"
+#include "graph/program.h"
 
 typedef enum {
   TT_FLUSH_SYNC,       /* torch_tpu.sync() / synchronize / mode change */

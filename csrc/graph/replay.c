@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "graph/core.h"
-#include "graph/execute.h"
+#include "graph/modes.h"
+#include "graph/program.h"
+#include "graph/step_stats.h"
 
 typedef struct {
   tt_launch_param_kind kind;

@@ -16,7 +16,8 @@
 #include <stdint.h>
 
 #include "graph/storage.h"
-#include "ops/lowering.h"
+#include "core/args.h"
+#include "pjrt/runtime.h"
 
 typedef struct tt_replay tt_replay;
 

@@ -6,6 +6,17 @@
 
 #include "graph/core.h"
 
+static _Atomic(tt_storage_sync_fn) sync_hook; /* set once by the region floor */
+
+void tt_storage_set_sync_hook(tt_storage_sync_fn fn) { atomic_store(&sync_hook, fn); }
+
+tt_error *tt_storage_sync(tt_storage *s, bool for_write) {
+  if (atomic_load(&s->region_slot) < 0) return NULL;
+  if (!for_write && !atomic_load(&s->region_dirty)) return NULL;
+  tt_storage_sync_fn hook = atomic_load(&sync_hook);
+  return hook ? hook(s, for_write) : NULL;
+}
+
 #define TT_MAX_DEVICES 64
 
 static _Atomic int64_t allocated[TT_MAX_DEVICES];

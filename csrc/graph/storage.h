@@ -51,9 +51,12 @@ void tt_storage_release(tt_storage *s);
 
 /* Fused eager: before the storage is read (for_write false) or replaced
  * from outside the open region, flushes the region if it holds a newer
- * value (or, for a write, reads the storage at all). Implemented by the
- * region layer; a no-op when the storage is in no region. */
+ * value (or, for a write, reads the storage at all). A no-op when the
+ * storage is in no region; otherwise calls the sync hook, which the region
+ * floor registers before the first storage joins a region. */
 tt_error *tt_storage_sync(tt_storage *s, bool for_write);
+typedef tt_error *(*tt_storage_sync_fn)(tt_storage *s, bool for_write);
+void tt_storage_set_sync_hook(tt_storage_sync_fn fn);
 
 /* Replaces the buffer (takes ownership of buf, releases the old one). The
  * caller has synced the storage for writing. */

@@ -8,7 +8,8 @@
 #ifndef TT_GRAPH_VIEW_H
 #define TT_GRAPH_VIEW_H
 
-#include "ops/lowering.h"
+#include "core/args.h"
+#include "shlo/builder.h"
 
 /* True if the view is dense row-major (size-1 dims ignored). */
 bool tt_view_is_contiguous(const tt_tensor_ref *ref);

@@ -17,6 +17,7 @@
 
 extern "C" {
 #include "graph/execute.h"
+#include "ops/op_props.h"
 }
 
 namespace torch_tpu {
@@ -293,17 +294,11 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   }
   for (const auto& a : schema.arguments())
     info.out_variant |= a.alias_info() && a.alias_info()->isWrite() && a.kwarg_only();
-  // ATen's out= kernels of these ops refuse any overlap with an input (the
-  // others, like TensorIterator, only a partial one); gather also requires
-  // out's dtype to be the input's.
-  const std::string base = schema.name().substr(6);
-  info.out_no_overlap = info.out_variant && (base == "cat" || base == "index_select" ||
-                                             base == "take" || base == "masked_select" ||
-                                             base == "kthvalue" || base == "gather");
-  info.out_same_dtype = info.out_variant && base == "gather";
-  const std::string& nm = info.name;
-  info.allow_upload = nm.rfind("index", 0) == 0 || nm.rfind("_index_put", 0) == 0 ||
-                      nm.rfind("_foreach", 0) == 0 || nm.rfind("_fused", 0) == 0;
+  // per-op policy is the core's table (csrc/ops/op_props.c)
+  const unsigned props = tt_op_props(info.name.c_str());
+  info.out_no_overlap = info.out_variant && (props & TT_PROP_OUT_NO_OVERLAP);
+  info.out_same_dtype = info.out_variant && (props & TT_PROP_OUT_SAME_DTYPE);
+  info.allow_upload = props & TT_PROP_UPLOAD_CPU_ARGS;
   return infos.emplace(&schema, std::move(info)).first->second;
 }
 
@@ -331,6 +326,25 @@ void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
     if (info.out_same_dtype && !ins.empty())
       TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Expected out tensor to have dtype ",
                   ins.front().dtype(), ", but got ", out.dtype(), " instead");
+  }
+}
+
+// After `resized` changed shape: re-describes every device tensor argument
+// that is that tensor (an out= may also be passed as an input).
+void refresh_refs(const torch::jit::Stack& stack, size_t begin, std::vector<tt_arg>& args,
+                  const at::Tensor& resized) {
+  const c10::TensorImpl* impl = resized.unsafeGetTensorImpl();
+  for (size_t i = 0; i < args.size(); i++) {
+    const c10::IValue& v = stack[begin + i];
+    if (args[i].kind == TT_ARG_TENSOR && v.isTensor() && v.toTensor().unsafeGetTensorImpl() == impl)
+      describe_tensor(resized, args[i].u.tensor);
+    if (args[i].kind == TT_ARG_TENSOR_LIST && v.isList()) {
+      auto list = v.toListRef();
+      for (int j = 0; j < args[i].count && static_cast<size_t>(j) < list.size(); j++)
+        if (args[i].u.tensors[j] && list[j].isTensor() &&
+            list[j].toTensor().unsafeGetTensorImpl() == impl)
+          describe_tensor(resized, args[i].u.tensors[j]);
+    }
   }
 }
 
@@ -363,21 +377,22 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   tt_op_result res;
   tt_error* err = tt_op_run(name.c_str(), args.data(), static_cast<int>(n), aliasing, device, &res);
-  for (int attempt = 0; err && tt_error_code_of(err) == TT_ERR_NEEDS_RESIZE && attempt < 2; attempt++) {
-    tt_error_free(err);
+  // Nothing ran when the core asks for out= destinations to be resized:
+  // resize them, refresh their descriptions, run once more.
+  for (int attempt = 0; !err && res.n_resize && attempt < 2; attempt++) {
     for (int k = 0; k < res.n_resize; k++) {
       const tt_output_plan& r = res.resize[k];
       const c10::IValue& v = (*stack)[args_begin + r.arg];
       at::Tensor t = r.elem < 0 ? v.toTensor() : v.toListRef()[r.elem].toTensor();
       at::native::resize_output(t, c10::IntArrayRef(r.shape.dims, r.shape.ndim));
+      refresh_refs(*stack, args_begin, args, t);
     }
     tt_op_result_clear(&res);
-    arena = ArgArena();
-    arena.reserve(*stack, args_begin, n);
-    for (size_t i = 0; i < n; i++)
-      convert_arg(arena, schema.arguments()[i], (*stack)[args_begin + i], &args[i], &device,
-                  name.c_str(), allow_upload);
     err = tt_op_run(name.c_str(), args.data(), static_cast<int>(n), aliasing, device, &res);
+  }
+  if (!err && res.n_resize) {
+    tt_op_result_clear(&res);
+    TORCH_CHECK(false, "internal: ", name, " still asks for resized outputs after resizing");
   }
   drain_explanations();
   if (err && tt_error_code_of(err) == TT_ERR_NOT_IMPLEMENTED) {
@@ -463,13 +478,11 @@ void run_complex_op_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* sta
   cpu_fallback(op, stack, op_info(op).name, "needs complex intermediates");
 }
 
-const char* const complex_ops[] = {"complex", "polar", "fft_hfft", "fft_irfft", "fft_ihfft",
-                                   "fft_hfft2", "fft_irfft2", "fft_hfftn", "fft_irfftn"};
-
 void register_table_routed_ops() {
   static torch::Library* lib = new torch::Library(
       torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-  for (const char* name : complex_ops)
+  const char* name;
+  for (int i = 0; (name = tt_op_props_listed(i, TT_PROP_COMPLEX_ON_CPU)); i++)
     if (c10::Dispatcher::singleton().findOp(c10::OperatorName(std::string("aten::") + name, "")))
       lib->impl(name, torch::CppFunction::makeFromBoxedFunction<&run_complex_op_on_cpu>());
   for (int i = 0; i < tt_lowering_count(); i++) {

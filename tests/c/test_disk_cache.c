@@ -630,7 +630,7 @@ static bool same_out_plans(const tt_output_plan *a, const tt_output_plan *b, int
 
 static bool same_plan(const tt_program *a, const tt_program *b) {
   if (a->n_params != b->n_params || a->n_outs != b->n_outs || a->n_resize != b->n_resize ||
-      a->n_value_args != b->n_value_args || a->is_router != b->is_router ||
+      a->n_value_args != b->n_value_args ||
       a->declined != b->declined || a->compile_seconds != b->compile_seconds)
     return false;
   for (int i = 0; i < a->n_params; i++)
@@ -752,11 +752,10 @@ static void test_program_round_trip(tt_runtime *rt, int iters) {
   p->exe = NULL;
   p->declined = TT_ERR_NOT_IMPLEMENTED;
   p->decline_message = strdup("cummax: integer overflow semantics differ");
-  p->is_router = true;
   CHECK_OK(tt_program_serialize(p, false, &blob, &len));
   q = NULL;
   CHECK_OK(tt_program_deserialize(rt, blob, len, &q));
-  CHECK(q && same_plan(p, q) && q->exe == NULL, "declined router program round trip");
+  CHECK(q && same_plan(p, q) && q->exe == NULL, "declined value-dependent program round trip");
   tt_program_free(q);
   free(blob);
   tt_program_free(p);

@@ -1,0 +1,34 @@
+/* The lowering context's entry points for the floors above it: running a
+ * lowering over an op's arguments to build a per-op program and its plan,
+ * or lowering the op into a shared region builder. (The accessors a
+ * lowering itself uses are in ops/lowering.h.) */
+#ifndef TT_GRAPH_LOWER_CTX_H
+#define TT_GRAPH_LOWER_CTX_H
+
+#include "graph/program.h"
+#include "ops/lowering.h"
+
+/* Runs the lowering `fn` over args and builds (but does not compile) the
+ * program text and plan. returns_written: the op returns its mutated
+ * arguments (in-place / out=), so results map to them in order. */
+tt_error *tt_program_build(const char *op_name, tt_lower_fn fn, tt_arg *args, int nargs,
+                           bool returns_written, tt_program **out);
+
+/* Fused regions lower many ops into one shared builder. The binding then
+ * supplies the values of an op's parameters instead of declaring program
+ * parameters: storages by their current value in the region, scalars and
+ * RNG states by the op's parameter number (its index in the plan that
+ * tt_program_build makes for the same arguments). */
+typedef struct {
+  void *self;
+  tt_val (*storage_value)(void *self, tt_storage *s, tt_dtype dt, int64_t numel);
+  tt_val (*param_value)(void *self, int param_index, tt_shape shape);
+} tt_region_binding;
+
+/* Lowers one op into b through bind. On success *out_vals (caller frees)
+ * holds the values of the op's outputs in the order of its plan's outs. */
+tt_error *tt_program_lower_into(tt_builder *b, const tt_region_binding *bind, const char *op_name,
+                                tt_lower_fn fn, tt_arg *args, int nargs, bool returns_written,
+                                tt_val **out_vals, int *n_out_vals);
+
+#endif

@@ -1,0 +1,31 @@
+/* Per-op properties beside the lowerings: what the boundary must know about
+ * an aten op besides whether it has a lowering (how ATen's out= kernel
+ * checks its arguments, whether CPU tensor arguments may be uploaded,
+ * whether the op runs as a whole on CPU). One table, in op_props.c. */
+#ifndef TT_OPS_OP_PROPS_H
+#define TT_OPS_OP_PROPS_H
+
+typedef enum {
+  /* ATen's out= kernel refuses any overlap of out with an input (others,
+   * like TensorIterator's, refuse only a partial one) */
+  TT_PROP_OUT_NO_OVERLAP = 1,
+  /* ATen's out= kernel requires out to have the first input's dtype */
+  TT_PROP_OUT_SAME_DTYPE = 2,
+  /* CPU tensor arguments (index tensors, optimizer state steps) may be
+   * moved to the op's device instead of refusing the mixed devices */
+  TT_PROP_UPLOAD_CPU_ARGS = 4,
+  /* computed through complex intermediates, which tpu cannot hold: the
+   * whole op runs on CPU (its CPU errors included) */
+  TT_PROP_COMPLEX_ON_CPU = 8,
+} tt_op_prop;
+
+/* The properties (a set of tt_op_prop bits) of op_name, "cat.out" or "cat"
+ * (the overload, after the dot, is optional; rules match the base name or
+ * a prefix of the whole name). 0 for an op the table does not list. */
+unsigned tt_op_props(const char *op_name);
+
+/* The i-th op (base name) the table lists by exact name with any of the
+ * bits in `props`; NULL past the end. For registering kernels per op. */
+const char *tt_op_props_listed(int i, unsigned props);
+
+#endif
