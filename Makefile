@@ -23,7 +23,7 @@ CORE_LIB := $(BUILD)/libtt_core.a
 EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
-.PHONY: all build venv test test-c test-python demo bench bench-xla-reference conformance clean
+.PHONY: all build venv test test-c test-python demo bench bench-xla-reference conformance docs clean
 
 all: build
 
@@ -135,6 +135,10 @@ conformance:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py
 	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py --mode fused
+
+# README.md's environment table, from the settings registry (csrc/core/settings.c).
+docs: build
+	PYTHONPATH=$(CURDIR) $(PY) tools/gen_env_docs.py
 
 clean:
 	rm -rf $(BUILD) $(EXTENSION)

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cache/compile_cache.h"
+#include "core/settings.h"
 #include "graph/core.h"
 #include "graph/explain.h"
 #include "graph/key_buf.h"
@@ -26,8 +27,7 @@ void tt_set_log_compiles(bool on) { atomic_store(&log_compiles, on); }
 bool tt_log_compiles_enabled(void) {
   int v = atomic_load(&log_compiles);
   if (v < 0) {
-    const char *env = getenv("TORCH_TPU_LOG_COMPILES");
-    v = env && *env && strcmp(env, "0") != 0;
+    v = tt_setting_bool_or_default(TT_SETTING_LOG_COMPILES);
     atomic_store(&log_compiles, v);
   }
   return v > 0;
@@ -47,7 +47,7 @@ tt_exec_stats tt_get_exec_stats(void) {
 
 /* ------------------------------------------------------------ modes */
 
-static _Atomic int default_mode = TT_MODE_STRICT;
+static _Atomic int default_mode = -1; /* -1: not yet read from the settings */
 static _Thread_local int thread_mode = -1;
 static _Atomic int open_contexts;
 static _Atomic int innermost_context_mode;
@@ -71,6 +71,8 @@ void tt_thread_mode_exit(int previous) {
 tt_exec_mode tt_current_mode(void) {
   if (thread_mode >= 0) return (tt_exec_mode)thread_mode;
   if (atomic_load(&open_contexts) > 0) return (tt_exec_mode)atomic_load(&innermost_context_mode);
+  int mode = atomic_load(&default_mode), unread = -1;
+  if (mode < 0) atomic_compare_exchange_strong(&default_mode, &unread, tt_settings_eager_mode_or_default());
   return (tt_exec_mode)atomic_load(&default_mode);
 }
 
@@ -238,8 +240,8 @@ static double now_seconds(void) {
 }
 
 static void dump_program(const char *op_name, const char *text) {
-  const char *dir = getenv("TORCH_TPU_DUMP_DIR");
-  if (!dir || !*dir || !text) return;
+  char dir[2048]; /* leaves room for the file name in path */
+  if (!text || !tt_setting_path_or_default(TT_SETTING_DUMP_DIR, dir, sizeof dir)) return;
   static _Atomic int counter;
   char path[4096];
   snprintf(path, sizeof path, "%s/%05d_%s.mlir", dir, atomic_fetch_add(&counter, 1), op_name);
@@ -271,7 +273,7 @@ static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_ar
     tt_compile_options opts = {atomic_load(&optimization_level), true};
     err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &p->exe);
     if (err) {
-      if (getenv("TORCH_TPU_DEBUG_PROGRAMS")) fprintf(stderr, "%s\n", p->text);
+      if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", p->text);
       err = tt_error_wrap(err, "compiling %s: ", op_name);
     } else {
       p->compile_seconds = now_seconds() - t0;
