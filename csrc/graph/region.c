@@ -108,10 +108,8 @@ const char *tt_flush_reason_name(tt_flush_reason r) {
 
 static int max_ops(void) {
   if (!R.max_ops) {
-    int n = tt_setting_is_set(TT_SETTING_FUSED_MAX_OPS)
-                ? (int)tt_setting_int_or_default(TT_SETTING_FUSED_MAX_OPS) : 0;
-    R.max_ops = n > 0 ? n : 2048;
-    R.max_ops_chosen = n > 0;
+    R.max_ops = (int)tt_setting_int_or_default(TT_SETTING_FUSED_MAX_OPS); /* >= 1 */
+    R.max_ops_chosen = tt_setting_is_set(TT_SETTING_FUSED_MAX_OPS);
   }
   return R.max_ops;
 }
