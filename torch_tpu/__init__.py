@@ -19,7 +19,7 @@ def _check_environment():
     _C._check_settings()
     for name, nearest in _C._unknown_settings():
         warnings.warn(f"{name} is not a torch_tpu setting and is ignored; did you mean {nearest}?",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=2)
 
 
 _check_environment()
