@@ -24,7 +24,7 @@ EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
-.PHONY: all build venv test test-c test-python check-floors goldens demo bench bench-xla-reference conformance clean
+.PHONY: all build venv test test-c test-python check-floors goldens demo bench bench-xla-reference conformance docs clean
 
 all: build
 
@@ -157,6 +157,10 @@ conformance:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py
 	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py --mode fused
+
+# README.md's environment table, from the settings registry (csrc/core/settings.c).
+docs: build
+	PYTHONPATH=$(CURDIR) $(PY) tools/gen_env_docs.py
 
 clean:
 	rm -rf $(BUILD) $(EXTENSION)

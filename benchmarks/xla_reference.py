@@ -28,7 +28,7 @@ os.environ.setdefault("TORCH_TPU_CACHE_DIR", tempfile.mkdtemp(prefix="tt_xla_ref
 import torch  # noqa: E402
 import torch._dynamo  # noqa: E402
 
-import torch_tpu  # noqa: F401
+import torch_tpu  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compile_bench import train_step_fn  # noqa: E402
@@ -74,8 +74,10 @@ def main():
         steps[label] = train_step_fn(copy.deepcopy(gpt), device, backend, 16, 64, 96)
         if backend == "tpu":  # dump the programs of the first (compiling) step
             os.environ["TORCH_TPU_DUMP_DIR"] = dump_dir
+            torch_tpu._C._reset_settings()  # settings are read once: read them again
         steps[label]()
         os.environ.pop("TORCH_TPU_DUMP_DIR", None)
+        torch_tpu._C._reset_settings()
         for _ in range(3):
             steps[label]()
     torch.tpu.synchronize()

@@ -5,11 +5,24 @@
 """
 import atexit
 import sys
+import warnings
 
 import torch
 
 from . import _C
 
+
+def _check_environment():
+    # Every TORCH_TPU_* value must parse (ValueError naming the variable and
+    # what it accepts), and an unknown TORCH_TPU_* variable, most likely a
+    # typo, gets one warning naming the nearest known one.
+    _C._check_settings()
+    for name, nearest in _C._unknown_settings():
+        warnings.warn(f"{name} is not a torch_tpu setting and is ignored; did you mean {nearest}?",
+                      RuntimeWarning, stacklevel=2)
+
+
+_check_environment()
 _C._set_search_dirs([p for p in sys.path if p])
 torch.utils.rename_privateuse1_backend("tpu")
 

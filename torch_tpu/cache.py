@@ -4,145 +4,62 @@
     python -m torch_tpu.cache ls    [--dir DIR] [--fingerprint FP] [--json]
     python -m torch_tpu.cache clear [--dir DIR] [--fingerprint FP]
 
-Reads the on-disk format directly (docs/persistent-cache.md), the same one
-csrc/cache/disk_cache.c writes: <dir>/<fingerprint hex>/<key hex>.ttc, each
-entry a 40-byte header, the key and the blob, checked by a BLAKE2b-64.
+The core does the work (csrc/cache/disk_cache_inspect.c, through torch_tpu._C):
+the on-disk format (docs/persistent-cache.md), the default directory and the
+size cap are the ones csrc/cache/disk_cache.c reads and writes, and the
+settings are the registry's (TORCH_TPU_CACHE_DIR, TORCH_TPU_CACHE_MAX_BYTES).
+This file only formats.
 """
 import argparse
 import datetime
-import hashlib
 import json
 import os
-import re
-import shutil
-import struct
 import sys
 
-MAGIC = b"TTPUDC\r\n"
-VERSION = 1
-HEADER_SIZE = 40
-SUFFIX = ".ttc"
-TMP_PREFIX = ".tmp-"
-FINGERPRINT_FILE = "FINGERPRINT"
-DEFAULT_MAX_BYTES = 10 << 30
-_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE_RE = re.compile(r"(\d+)(?:([kmgtKMGT])(?:[iI][bB]|[bB])?|[bB])?")
+from . import _C
+
+_FORMAT = _C._disk_cache_format()
+MAGIC = _FORMAT["magic"]
+VERSION = _FORMAT["version"]
+HEADER_SIZE = _FORMAT["header_size"]
+SUFFIX = _FORMAT["suffix"]
 
 
 def default_dir():
-    """$TORCH_TPU_CACHE_DIR, else ~/.cache/torch_tpu (as the C core)."""
-    d = os.environ.get("TORCH_TPU_CACHE_DIR")
-    return d if d else os.path.join(os.path.expanduser("~"), ".cache", "torch_tpu")
+    """$TORCH_TPU_CACHE_DIR, else ~/.cache/torch_tpu (the core's rule)."""
+    return _C._disk_cache_default_root()
 
 
 def parse_size(text):
-    """'10737418240', '512M', '10G', '10GiB' (powers of 1024) -> bytes, as the
-    C core parses TORCH_TPU_CACHE_MAX_BYTES; ValueError if malformed."""
-    m = _SIZE_RE.fullmatch(text.strip(" "))
-    if not m or int(m.group(1)) == 0:
-        raise ValueError(f"bad cache size {text!r}: expected a positive byte count such as 10G")
-    return int(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").upper()]
+    """A TORCH_TPU_CACHE_MAX_BYTES value ('10G', '512M', '12345') -> bytes, by
+    the core's parser; ValueError naming the variable if malformed."""
+    return _C._parse_setting("TORCH_TPU_CACHE_MAX_BYTES", text)
 
 
 def max_bytes():
-    env = os.environ.get("TORCH_TPU_CACHE_MAX_BYTES")
-    return parse_size(env) if env else DEFAULT_MAX_BYTES
+    return _C._setting("TORCH_TPU_CACHE_MAX_BYTES")
 
 
 def key_name(key):
     """The entry file name (without suffix) of a key: hex BLAKE2b-128."""
-    return hashlib.blake2b(key, digest_size=16).hexdigest()
+    return _C._disk_cache_key_name(bytes(key))
 
 
 def fingerprint_dir_name(fingerprint):
     return key_name(fingerprint.encode())
 
 
-def _is_hex32(name):
-    return len(name) == 32 and all(c in "0123456789abcdef" for c in name)
-
-
 def check_entry(path):
     """Returns (status, key, blob_len): status 'ok', 'misplaced' (valid, but
     not under its key's name: never returned by the C store), or why the
     entry is invalid (the C store removes such entries on their next read)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        return f"unreadable: {e.strerror}", None, 0
-    if len(data) < HEADER_SIZE:
-        return f"truncated: {len(data)} bytes, shorter than the header", None, 0
-    if data[:8] != MAGIC:
-        return "not a torch_tpu cache entry (bad magic)", None, 0
-    version, _reserved, key_len, blob_len = struct.unpack_from("<IIQQ", data, 8)
-    if version != VERSION:
-        return f"format version {version}, expected {VERSION}", None, 0
-    if key_len > len(data) - HEADER_SIZE or blob_len != len(data) - HEADER_SIZE - key_len:
-        return (f"truncated: {len(data)} bytes, header says "
-                f"{HEADER_SIZE} + {key_len} + {blob_len}"), None, 0
-    h = hashlib.blake2b(digest_size=8)
-    h.update(data[:32])
-    h.update(data[HEADER_SIZE:])
-    if h.digest() != data[32:40]:
-        return "checksum mismatch", None, 0
-    key = data[HEADER_SIZE:HEADER_SIZE + key_len]
-    name = os.path.basename(path)
-    if name != key_name(key) + SUFFIX:
-        return "misplaced", key, blob_len
-    return "ok", key, blob_len
-
-
-def _fingerprint_dirs(root, only=None):
-    """[(dir name, path, fingerprint text)] under root; `only` selects by dir
-    name (or a prefix of it) or by the full fingerprint text."""
-    try:
-        names = sorted(os.listdir(root))
-    except FileNotFoundError:
-        return []
-    out = []
-    for name in names:
-        path = os.path.join(root, name)
-        if not _is_hex32(name) or not os.path.isdir(path):
-            continue
-        try:
-            with open(os.path.join(path, FINGERPRINT_FILE)) as f:
-                text = f.read().strip()
-        except OSError:
-            text = ""
-        if only and not (name.startswith(only) or text == only):
-            continue
-        out.append((name, path, text))
-    return out
-
-
-def _entries(path):
-    """[(file name, stat)] of the entries in one fingerprint directory."""
-    out = []
-    for name in sorted(os.listdir(path)):
-        if name.endswith(SUFFIX) and _is_hex32(name[:-len(SUFFIX)]):
-            try:
-                out.append((name, os.stat(os.path.join(path, name))))
-            except FileNotFoundError:  # evicted by a running process meanwhile
-                pass
-    return out
-
-
-def _temp_files(path):
-    return [n for n in os.listdir(path) if n.startswith(TMP_PREFIX)]
+    return _C._disk_cache_check_entry(os.fspath(path))
 
 
 def stats(root, fingerprint=None):
-    fps = []
-    for name, path, text in _fingerprint_dirs(root, fingerprint):
-        entries = _entries(path)
-        fps.append({
-            "dir": name,
-            "fingerprint": text,
-            "entries": len(entries),
-            "bytes": sum(st.st_size for _, st in entries),
-            "temp_files": len(_temp_files(path)),
-        })
+    fps = [{"dir": d["dir"], "fingerprint": d["fingerprint"], "entries": len(d["files"]),
+            "bytes": d["bytes"], "temp_files": d["temp_files"]}
+           for d in _C._disk_cache_list(os.fspath(root), fingerprint or "")]
     return {
         "dir": root,
         "max_bytes": max_bytes(),
@@ -154,15 +71,15 @@ def stats(root, fingerprint=None):
 
 def ls(root, fingerprint=None):
     rows = []
-    for name, path, _text in _fingerprint_dirs(root, fingerprint):
-        for entry, st in _entries(path):
-            status, _key, blob_len = check_entry(os.path.join(path, entry))
+    for d in _C._disk_cache_list(os.fspath(root), fingerprint or ""):
+        for name, size, last_use in d["files"]:
+            status, _key, blob_len = check_entry(os.path.join(root, d["dir"], name))
             rows.append({
-                "fingerprint_dir": name,
-                "entry": entry,
-                "bytes": st.st_size,
+                "fingerprint_dir": d["dir"],
+                "entry": name,
+                "bytes": size,
                 "blob_bytes": blob_len,
-                "last_use": st.st_mtime,
+                "last_use": last_use,
                 "status": status,
             })
     return rows
@@ -172,26 +89,7 @@ def clear(root, fingerprint=None):
     """Deletes the entries (and temp files, FINGERPRINT and the directory) of
     every fingerprint, or of one; returns (entries removed, bytes freed).
     Files the cache does not own are left alone."""
-    removed = freed = 0
-    for _name, path, _text in _fingerprint_dirs(root, fingerprint):
-        for entry, st in _entries(path):
-            try:
-                os.unlink(os.path.join(path, entry))
-                removed += 1
-                freed += st.st_size
-            except FileNotFoundError:
-                pass
-        for tmp in _temp_files(path):
-            try:
-                os.unlink(os.path.join(path, tmp))
-            except FileNotFoundError:
-                pass
-        try:
-            os.unlink(os.path.join(path, FINGERPRINT_FILE))
-            os.rmdir(path)
-        except OSError:  # other files inside, or a process just wrote one: keep it
-            pass
-    return removed, freed
+    return _C._disk_cache_clear(os.fspath(root), fingerprint or "")
 
 
 def _human(n):
@@ -213,8 +111,8 @@ def main(argv=None):
                              "or the full fingerprint text)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
-    root = args.dir or default_dir()
     try:
+        root = args.dir or default_dir()
         if args.command == "stats":
             s = stats(root, args.fingerprint)
             if args.json:
@@ -241,7 +139,7 @@ def main(argv=None):
         else:
             removed, freed = clear(root, args.fingerprint)
             print(f"removed {removed} entries ({_human(freed)}) from {root}")
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RuntimeError) as e:
         print(f"torch_tpu.cache: {e}", file=sys.stderr)
         return 1
     return 0

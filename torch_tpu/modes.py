@@ -42,15 +42,15 @@ from . import _C
 
 __all__ = ["set_eager_mode", "get_eager_mode", "eager_mode", "sync", "MODES"]
 
-MODES = ("strict", "fused", "debug")
-_MODE_CODE = {"strict": 0, "fused": 1, "debug": 2}  # tt_exec_mode in csrc/graph/execute.h
+MODES = tuple(_C._mode_names())  # TORCH_TPU_EAGER_MODE's values, in tt_exec_mode's order
+_MODE_CODE = {name: code for code, name in enumerate(MODES)}
 # Frames that are not the user's: torch, torch_tpu, the standard library
 # (contextlib around our capture) and FX's generated graph code.
 _PKG_DIRS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)),
              os.path.dirname(os.__file__) + os.sep)
 
 _state = threading.local()
-_default_mode = "fused"
+_default_mode = _C._default_eager_mode()  # the settings registry's (csrc/core/settings.c)
 _default_debug = None  # the _DebugMode pushed by set_eager_mode("debug")
 
 
@@ -81,8 +81,8 @@ class _DebugMode(TorchDispatchMode):
 
     def __init__(self, check_nan=None, check_cpu=None, atol=None, rtol=None):
         super().__init__()
-        env_nan = os.environ.get("TORCH_TPU_DEBUG_NAN", "0") not in ("", "0")
-        env_cpu = os.environ.get("TORCH_TPU_DEBUG_CHECK", "") == "cpu"
+        env_nan = _C._setting("TORCH_TPU_DEBUG_NAN")
+        env_cpu = _C._setting("TORCH_TPU_DEBUG_CHECK") == "cpu"
         self.check_nan = env_nan if check_nan is None else check_nan
         self.check_cpu = env_cpu if check_cpu is None else check_cpu
         self.atol, self.rtol = atol, rtol
@@ -164,7 +164,7 @@ def set_eager_mode(mode: str) -> None:
     _default_mode = mode
     _C._set_default_mode(_MODE_CODE[mode])
     _C._set_synchronous(mode == "debug")
-    _C._set_log_compiles(mode == "debug" or os.environ.get("TORCH_TPU_LOG_COMPILES", "0") != "0")
+    _C._set_log_compiles(mode == "debug" or _C._setting("TORCH_TPU_LOG_COMPILES"))
     if mode == "debug":
         _default_debug = _DebugMode()
         _default_debug.__enter__()
@@ -195,10 +195,5 @@ def eager_mode(mode: str, **checks):
 
 
 def _init_from_environment():
-    mode = os.environ.get("TORCH_TPU_EAGER_MODE", "").strip().lower()
-    # the reference system's switches, accepted as aliases
-    if not mode and os.environ.get("TORCH_TPU_LAUNCH_BLOCKING", "0") not in ("", "0"):
-        mode = "debug"
-    if not mode and os.environ.get("TORCH_TPU_DEFER_AND_FUSE", "0") not in ("", "0"):
-        mode = "fused"
-    set_eager_mode(mode or _default_mode)
+    # TORCH_TPU_EAGER_MODE, or its deprecated aliases, or the default
+    set_eager_mode(_C._default_eager_mode())

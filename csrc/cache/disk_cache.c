@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cache/blake2b.h"
+#include "core/settings.h"
 
 /* Temp files of other processes younger than this are writes in progress. */
 #define STALE_TMP_SECONDS 60
@@ -148,7 +149,7 @@ static bool is_entry_name(const char *name) {
 /* Writes FINGERPRINT (the full text behind the directory name) if absent, so
  * `python -m torch_tpu.cache stats` can say which plugin a directory is for. */
 static void write_fingerprint_file(const char *dir, const char *fingerprint) {
-  char *path = join(dir, "FINGERPRINT");
+  char *path = join(dir, TT_DISK_CACHE_FINGERPRINT_FILE);
   if (!path) return;
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd >= 0) {
@@ -406,56 +407,21 @@ tt_error *tt_disk_cache_open(const char *root_dir, const char *fingerprint, uint
   return NULL;
 }
 
-bool tt_disk_cache_parse_size(const char *text, uint64_t *bytes) {
-  if (!text) return false;
-  const char *p = text;
-  while (*p == ' ') p++;
-  uint64_t n = 0;
-  int digits = 0;
-  for (; *p >= '0' && *p <= '9'; p++, digits++) {
-    if (n > UINT64_MAX / 10) return false;
-    n = n * 10 + (uint64_t)(*p - '0');
-  }
-  if (!digits || n == 0) return false;
-  int shift = 0;
-  switch (*p) {
-    case 'k': case 'K': shift = 10; p++; break;
-    case 'm': case 'M': shift = 20; p++; break;
-    case 'g': case 'G': shift = 30; p++; break;
-    case 't': case 'T': shift = 40; p++; break;
-    default: break;
-  }
-  if ((p[0] == 'i' || p[0] == 'I') && (p[1] == 'b' || p[1] == 'B') && shift) p += 2;
-  else if (*p == 'b' || *p == 'B') p++;
-  while (*p == ' ') p++;
-  if (*p || n > (UINT64_MAX >> shift)) return false;
-  *bytes = n << shift;
-  return true;
+tt_error *tt_disk_cache_default_root(char *out, size_t out_size) {
+  return tt_setting_path(TT_SETTING_CACHE_DIR, out, out_size);
 }
 
 tt_error *tt_disk_cache_open_default(const char *fingerprint, tt_disk_cache **out) {
   if (!out) return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_disk_cache_open_default: NULL out");
   *out = NULL;
-  const char *enabled = getenv("TORCH_TPU_CACHE");
-  if (enabled && !strcmp(enabled, "0")) return NULL;
-  uint64_t max_bytes = TT_DISK_CACHE_DEFAULT_MAX_BYTES;
-  const char *size = getenv("TORCH_TPU_CACHE_MAX_BYTES");
-  if (size && *size && !tt_disk_cache_parse_size(size, &max_bytes))
-    return tt_error_new(TT_ERR_INVALID_ARGUMENT,
-                        "TORCH_TPU_CACHE_MAX_BYTES=%s: expected a positive byte count such as "
-                        "10737418240 or 10G",
-                        size);
-  const char *dir = getenv("TORCH_TPU_CACHE_DIR");
-  if (dir && *dir) return tt_disk_cache_open(dir, fingerprint, max_bytes, out);
-  const char *home = getenv("HOME");
-  if (!home || !*home)
-    return tt_error_new(TT_ERR_RUNTIME,
-                        "no cache directory: set TORCH_TPU_CACHE_DIR (HOME is not set)");
-  char *cache = join(home, ".cache/torch_tpu");
-  if (!cache) return oom();
-  tt_error *err = tt_disk_cache_open(cache, fingerprint, max_bytes, out);
-  free(cache);
-  return err;
+  bool enabled = true;
+  TT_TRY(tt_setting_bool(TT_SETTING_CACHE, &enabled));
+  if (!enabled) return NULL;
+  int64_t max_bytes = 0;
+  TT_TRY(tt_setting_int(TT_SETTING_CACHE_MAX_BYTES, &max_bytes));
+  char root[4096];
+  TT_TRY(tt_disk_cache_default_root(root, sizeof root));
+  return tt_disk_cache_open(root, fingerprint, (uint64_t)max_bytes, out);
 }
 
 void tt_disk_cache_close(tt_disk_cache *c) {
@@ -485,6 +451,37 @@ static void count(tt_disk_cache *c, uint64_t *field) {
 }
 
 /* ------------------------------------------------------------ get */
+
+const char *tt_disk_cache_validate(const void *entry, size_t size, char why[160],
+                                   const unsigned char **key, size_t *key_len, size_t *blob_len) {
+  const unsigned char *data = entry;
+  if (size < TT_DISK_CACHE_HEADER_SIZE) {
+    snprintf(why, 160, "truncated: %zu bytes, shorter than the header", size);
+    return why;
+  }
+  if (memcmp(data, TT_DISK_CACHE_MAGIC, 8) != 0) return "not a torch_tpu cache entry (bad magic)";
+  uint32_t version = (uint32_t)get_le(data + 8, 4);
+  if (version != TT_DISK_CACHE_VERSION) {
+    snprintf(why, 160, "format version %u, expected %u", version, TT_DISK_CACHE_VERSION);
+    return why;
+  }
+  uint64_t klen = get_le(data + 16, 8), blen = get_le(data + 24, 8);
+  uint64_t body = size - TT_DISK_CACHE_HEADER_SIZE;
+  if (klen > body || blen != body - klen) {
+    snprintf(why, 160, "truncated: %zu bytes, header says %llu + %llu + %llu", size,
+             (unsigned long long)TT_DISK_CACHE_HEADER_SIZE, (unsigned long long)klen,
+             (unsigned long long)blen);
+    return why;
+  }
+  unsigned char sum[8];
+  const unsigned char *k = data + TT_DISK_CACHE_HEADER_SIZE;
+  checksum(data, k, klen, k + klen, blen, sum);
+  if (memcmp(sum, data + 32, 8) != 0) return "checksum mismatch";
+  *key = k;
+  *key_len = (size_t)klen;
+  *blob_len = (size_t)blen;
+  return NULL;
+}
 
 /* Removes a bad entry, unless another process has already replaced the file
  * at path with a new one (then ours is just an old inode). */
@@ -552,32 +549,11 @@ tt_error *tt_disk_cache_get(tt_disk_cache *c, const void *key, size_t key_len, v
     }
     goto done;
   }
-  if (memcmp(data, TT_DISK_CACHE_MAGIC, 8) != 0) {
-    bad = "not a torch_tpu cache entry (bad magic)";
-    goto done;
-  }
-  uint32_t version = (uint32_t)get_le(data + 8, 4);
-  if (version != TT_DISK_CACHE_VERSION) {
-    snprintf(why, sizeof why, "format version %u, expected %u", version, TT_DISK_CACHE_VERSION);
-    bad = why;
-    goto done;
-  }
-  uint64_t klen = get_le(data + 16, 8), blen = get_le(data + 24, 8);
-  uint64_t body = size - TT_DISK_CACHE_HEADER_SIZE;
-  if (klen > body || blen != body - klen) {
-    snprintf(why, sizeof why, "truncated: %zu bytes, header says %llu + %llu + %llu", size,
-             (unsigned long long)TT_DISK_CACHE_HEADER_SIZE, (unsigned long long)klen,
-             (unsigned long long)blen);
-    bad = why;
-    goto done;
-  }
-  unsigned char sum[8];
-  const unsigned char *k = data + TT_DISK_CACHE_HEADER_SIZE, *b = k + klen;
-  checksum(data, k, klen, b, blen, sum);
-  if (memcmp(sum, data + 32, 8) != 0) {
-    bad = "checksum mismatch";
-    goto done;
-  }
+  const unsigned char *k;
+  size_t klen, blen;
+  bad = tt_disk_cache_validate(data, size, why, &k, &klen, &blen);
+  if (bad) goto done;
+  const unsigned char *b = k + klen;
   if (klen != key_len || memcmp(k, key, key_len) != 0) goto done; /* hash collision: a miss */
   void *copy = malloc(blen ? blen : 1);
   if (!copy) {

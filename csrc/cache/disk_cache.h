@@ -40,12 +40,15 @@ tt_error *tt_disk_cache_open(const char *root_dir, const char *fingerprint, uint
                              tt_disk_cache **out);
 void tt_disk_cache_close(tt_disk_cache *c); /* accepts NULL */
 
-/* Opens the cache the environment asks for: TORCH_TPU_CACHE=0 disables it
- * (*out NULL, no error); TORCH_TPU_CACHE_DIR (default ~/.cache/torch_tpu);
- * TORCH_TPU_CACHE_MAX_BYTES (bytes, or with a K/M/G/T suffix in powers of
- * 1024; default 10G). A malformed size is an error naming the variable. */
+/* Opens the cache the settings ask for (core/settings.h): TORCH_TPU_CACHE
+ * off disables it (*out NULL, no error); TORCH_TPU_CACHE_DIR is the root
+ * (tt_disk_cache_default_root), TORCH_TPU_CACHE_MAX_BYTES the cap. A
+ * malformed value is an error naming the variable. */
 tt_error *tt_disk_cache_open_default(const char *fingerprint, tt_disk_cache **out);
-#define TT_DISK_CACHE_DEFAULT_MAX_BYTES (UINT64_C(10) << 30)
+
+/* The root the settings name: $TORCH_TPU_CACHE_DIR, else ~/.cache/torch_tpu
+ * (an error when HOME is needed and unset). */
+tt_error *tt_disk_cache_default_root(char *out, size_t out_size);
 
 /* Identifies the binary this code was loaded from (torch_tpu/_C.so in the
  * extension): hex BLAKE2b-128 of its GNU build-id note (the linker's hash of
@@ -54,9 +57,6 @@ tt_error *tt_disk_cache_open_default(const char *fingerprint, tt_disk_cache **ou
  * fingerprint passed to open must include this: a rebuilt core then starts
  * a fresh directory instead of loading programs its old lowerings emitted. */
 tt_error *tt_disk_cache_code_id(char out[33]);
-
-/* Parses a TORCH_TPU_CACHE_MAX_BYTES value; false if malformed or zero. */
-bool tt_disk_cache_parse_size(const char *text, uint64_t *bytes);
 
 /* The directory entries live in (for messages and tests). */
 const char *tt_disk_cache_dir(const tt_disk_cache *c);
@@ -78,11 +78,67 @@ tt_disk_cache_stats tt_disk_cache_get_stats(tt_disk_cache *c);
 /* Writes the 32-hex-digit name (plus NUL) a key's entry has. */
 void tt_disk_cache_key_name(const void *key, size_t key_len, char out[33]);
 
+/* Checks an entry's bytes as a read does: NULL when valid (then *key,
+ * *key_len and *blob_len locate the key and the blob's length), else why
+ * not (a static string, or why). */
+const char *tt_disk_cache_validate(const void *entry, size_t size, char why[160],
+                                   const unsigned char **key, size_t *key_len, size_t *blob_len);
+
+/* ------------------------------------------------------------ inspection
+ * For `python -m torch_tpu.cache` (disk_cache_inspect.c): reading and
+ * clearing a root without opening it. `only` selects fingerprint
+ * directories by name (or a prefix of it) or by their full fingerprint
+ * text; NULL or "" selects all. */
+
+typedef struct {
+  char name[40];    /* "<32 hex>.ttc" */
+  uint64_t bytes;
+  double last_use;  /* mtime, seconds since the epoch */
+} tt_disk_cache_file;
+
+typedef struct {
+  char name[33];       /* the fingerprint directory */
+  char *fingerprint;   /* its FINGERPRINT text, "" when absent (owned) */
+  tt_disk_cache_file *files; /* entries, sorted by name (owned) */
+  size_t n_files;
+  size_t temp_files;   /* writes in progress, or left by a dead process */
+  uint64_t bytes;      /* of the entries */
+} tt_disk_cache_fp_dir;
+
+typedef struct {
+  tt_disk_cache_fp_dir *dirs; /* sorted by name */
+  size_t n_dirs;
+} tt_disk_cache_listing;
+
+/* Lists the root's fingerprint directories and their entries (a missing
+ * root is empty). Free with tt_disk_cache_listing_free (accepts NULL). */
+tt_error *tt_disk_cache_list(const char *root, const char *only, tt_disk_cache_listing *out);
+void tt_disk_cache_listing_free(tt_disk_cache_listing *l);
+
+/* One entry file judged as a read would judge it. status: "ok",
+ * "misplaced" (valid, but not under its key's name: never returned by a
+ * read), "unreadable: <why>", or why it is invalid. key: a malloc'd copy
+ * (NULL when invalid; the caller frees). */
+typedef struct {
+  char status[192];
+  void *key;
+  size_t key_len;
+  uint64_t blob_len;
+} tt_disk_cache_entry_check;
+void tt_disk_cache_check_entry(const char *path, tt_disk_cache_entry_check *out);
+
+/* Deletes the entries, temp files, FINGERPRINT and the directory of every
+ * selected fingerprint directory; files the cache does not own stay (and
+ * so does their directory). */
+tt_error *tt_disk_cache_clear(const char *root, const char *only, uint64_t *removed,
+                              uint64_t *freed);
+
 /* Entry format constants (docs/persistent-cache.md). */
 #define TT_DISK_CACHE_MAGIC "TTPUDC\r\n"
 #define TT_DISK_CACHE_VERSION 1u
 #define TT_DISK_CACHE_HEADER_SIZE 40u
 #define TT_DISK_CACHE_SUFFIX ".ttc"
 #define TT_DISK_CACHE_TMP_PREFIX ".tmp-"
+#define TT_DISK_CACHE_FINGERPRINT_FILE "FINGERPRINT"
 
 #endif

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/settings.h"
+
 #define TT_MAX_RNG_DEVICES 64
 
 static pthread_mutex_t core_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -31,20 +33,11 @@ tt_error *tt_core_init(const char *const *search_dirs) {
     goto done;
   }
   char path[4096];
-  int devices = 1;
-  const char *env = getenv("TORCH_TPU_NUM_DEVICES");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (*end || v < 1 || v > 64) {
-      result = tt_error_new(TT_ERR_INVALID_ARGUMENT,
-                            "TORCH_TPU_NUM_DEVICES must be an integer in [1, 64], got '%s'", env);
-      goto remember;
-    }
-    devices = (int)v;
-  }
+  int64_t devices = 1;
+  result = tt_setting_int(TT_SETTING_NUM_DEVICES, &devices);
+  if (result) goto remember;
   result = tt_runtime_find_plugin(search_dirs, path, sizeof path);
-  if (!result) result = tt_runtime_open(path, devices, &core_runtime);
+  if (!result) result = tt_runtime_open(path, (int)devices, &core_runtime);
   if (!result) {
     core_devices = tt_runtime_device_count(core_runtime);
     atomic_store(&core_ready, true);

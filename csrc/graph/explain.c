@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/settings.h"
+
 static _Atomic int enabled = -1; /* -1: not yet read from the environment */
 static void (*_Atomic hook)(const char *message);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -15,8 +17,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 bool tt_explain_enabled(void) {
   int v = atomic_load(&enabled);
   if (v < 0) {
-    const char *env = getenv("TORCH_TPU_EXPLAIN_RECOMPILES");
-    v = env && *env && strcmp(env, "0") != 0;
+    v = tt_setting_bool_or_default(TT_SETTING_EXPLAIN_RECOMPILES);
     atomic_store(&enabled, v);
   }
   return v > 0;

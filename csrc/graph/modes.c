@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/settings.h"
+
 static _Atomic int optimization_level = 1;
 static _Atomic bool synchronous;
 static _Atomic int log_compiles = -1; /* -1: not yet read from the environment */
@@ -18,8 +20,7 @@ void tt_set_log_compiles(bool on) { atomic_store(&log_compiles, on); }
 bool tt_log_compiles_enabled(void) {
   int v = atomic_load(&log_compiles);
   if (v < 0) {
-    const char *env = getenv("TORCH_TPU_LOG_COMPILES");
-    v = env && *env && strcmp(env, "0") != 0;
+    v = tt_setting_bool_or_default(TT_SETTING_LOG_COMPILES);
     atomic_store(&log_compiles, v);
   }
   return v > 0;
@@ -30,7 +31,7 @@ int tt_optimization_level(void) { return atomic_load(&optimization_level); }
 
 /* ------------------------------------------------------------ modes */
 
-static _Atomic int default_mode = TT_MODE_STRICT;
+static _Atomic int default_mode = -1; /* -1: not yet read from the settings */
 static _Thread_local int thread_mode = -1;
 static _Atomic int open_contexts;
 static _Atomic int innermost_context_mode;
@@ -54,5 +55,7 @@ void tt_thread_mode_exit(int previous) {
 tt_exec_mode tt_current_mode(void) {
   if (thread_mode >= 0) return (tt_exec_mode)thread_mode;
   if (atomic_load(&open_contexts) > 0) return (tt_exec_mode)atomic_load(&innermost_context_mode);
+  int mode = atomic_load(&default_mode), unread = -1;
+  if (mode < 0) atomic_compare_exchange_strong(&default_mode, &unread, tt_settings_eager_mode_or_default());
   return (tt_exec_mode)atomic_load(&default_mode);
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cache/compile_cache.h"
+#include "core/settings.h"
 #include "graph/arena.h"
 #include "graph/core.h"
 #include "graph/explain.h"
@@ -110,10 +111,8 @@ const char *tt_flush_reason_name(tt_flush_reason r) {
 
 static int max_ops(void) {
   if (!R.max_ops) {
-    const char *env = getenv("TORCH_TPU_FUSED_MAX_OPS");
-    int n = env ? atoi(env) : 0;
-    R.max_ops = n > 0 ? n : 2048;
-    R.max_ops_chosen = n > 0;
+    R.max_ops = (int)tt_setting_int_or_default(TT_SETTING_FUSED_MAX_OPS); /* >= 1 */
+    R.max_ops_chosen = tt_setting_is_set(TT_SETTING_FUSED_MAX_OPS);
   }
   return R.max_ops;
 }
@@ -407,8 +406,8 @@ static void region_program_free(void *ptr) {
 }
 
 static void dump_region(const char *text, int n_ops) {
-  const char *dir = getenv("TORCH_TPU_DUMP_DIR");
-  if (!dir || !*dir) return;
+  char dir[2048]; /* leaves room for the file name in path */
+  if (!tt_setting_path_or_default(TT_SETTING_DUMP_DIR, dir, sizeof dir)) return;
   static _Atomic int counter;
   char path[4096];
   snprintf(path, sizeof path, "%s/region_%05d_%dops.mlir", dir, atomic_fetch_add(&counter, 1), n_ops);
@@ -490,7 +489,7 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
   tt_compile_options opts = {2, true}; /* fused regions compile at full effort */
   err = tt_compile(tt_core_runtime(), text, strlen(text), &opts, &rp->exe);
   if (err) {
-    if (getenv("TORCH_TPU_DEBUG_PROGRAMS")) fprintf(stderr, "%s\n", text);
+    if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", text);
     err = tt_error_wrap(err, "compiling a fused region of %d ops (first %s): ", R.n_ops,
                         R.ops[0].op_name);
     goto done;

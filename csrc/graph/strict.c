@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/settings.h"
 #include "graph/core.h"
 #include "graph/explain.h"
 #include "graph/modes.h"
@@ -38,7 +39,7 @@ static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_ar
     tt_compile_options opts = {tt_optimization_level(), true};
     err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &p->exe);
     if (err) {
-      if (getenv("TORCH_TPU_DEBUG_PROGRAMS")) fprintf(stderr, "%s\n", p->text);
+      if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", p->text);
       err = tt_error_wrap(err, "compiling %s: ", op_name);
     } else {
       p->compile_seconds = now_seconds() - t0;

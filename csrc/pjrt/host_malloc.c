@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/settings.h"
+
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -26,8 +28,7 @@
 static pthread_once_t g_tune_once = PTHREAD_ONCE_INIT;
 
 static void tune(void) {
-  const char *env = getenv("TORCH_TPU_HOST_MALLOC_TUNING");
-  if (env && strcmp(env, "0") == 0) return;
+  if (!tt_setting_bool_or_default(TT_SETTING_HOST_MALLOC_TUNING)) return;
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, TT_HOST_MMAP_THRESHOLD);
   mallopt(M_TRIM_THRESHOLD, TT_HOST_TRIM_THRESHOLD);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/settings.h"
 #include "pjrt/host_malloc.h"
 #include "pjrt/runtime_internal.h"
 
@@ -215,8 +216,9 @@ static tt_error *copy_out(const char *path, char *out, size_t out_size) {
 }
 
 tt_error *tt_runtime_find_plugin(const char *const *search_dirs, char *out, size_t out_size) {
-  const char *env = getenv(TT_PLUGIN_ENV);
-  if (env && *env) {
+  char env[4096];
+  TT_TRY(tt_setting_path(TT_SETTING_PJRT_PLUGIN, env, sizeof env));
+  if (*env) {
     if (!is_readable_file(env))
       return tt_error_new(TT_ERR_PLUGIN, "%s=%s: no readable plugin file there (%s)",
                           TT_PLUGIN_ENV, env, errno ? strerror(errno) : "not a regular file");

@@ -16,6 +16,7 @@
 #include "torch/bridge.h"
 
 extern "C" {
+#include "core/settings.h"
 #include "graph/execute.h"
 #include "ops/op_props.h"
 }
@@ -28,8 +29,7 @@ std::mutex fallback_mutex;
 std::map<std::string, int64_t> fallback_counts;  // guarded by fallback_mutex
 
 bool fallback_allowed() {
-  const char* v = std::getenv("TORCH_TPU_CPU_FALLBACK");
-  return !(v && std::string(v) == "0");
+  return tt_setting_bool_or_default(TT_SETTING_CPU_FALLBACK);
 }
 
 // Owns the memory the tt_args point into for one call. Reserved up front

@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "cache/compile_cache.h"
+#include "core/settings.h"
 #include "graph/core.h"
 #include "graph/execute.h"
 #include "graph/explain.h"
@@ -18,6 +19,8 @@ void register_table_routed_ops();
 std::map<std::string, int64_t> fallback_report();
 void reset_fallback_report();
 void register_replay(py::module_& m);
+void register_settings(py::module_& m);
+void register_disk_cache(py::module_& m);
 }  // namespace torch_tpu
 
 namespace {
@@ -44,9 +47,7 @@ py::dict cache_stats() {
   d["ops_missing"] = e.ops_missing;
   tt_mode_stats m = tt_get_mode_stats();
   py::dict per_mode;
-  per_mode["strict"] = m.compiles[TT_MODE_STRICT];
-  per_mode["fused"] = m.compiles[TT_MODE_FUSED];
-  per_mode["debug"] = m.compiles[TT_MODE_DEBUG];
+  for (int i = 0; i < TT_MODES; i++) per_mode[tt_eager_mode_name(i)] = m.compiles[i];
   d["compiles_by_mode"] = per_mode;
   d["steps"] = m.steps;
   d["programs_last_step"] = m.last_step_programs;
@@ -92,7 +93,13 @@ void flush_region() {
 
 }  // namespace
 
+// The mode names are TORCH_TPU_EAGER_MODE's values, in tt_exec_mode's order.
+static_assert(TT_MODE_STRICT == 0 && TT_MODE_FUSED == 1 && TT_MODE_DEBUG == 2 && TT_MODES == 3,
+              "tt_exec_mode and TORCH_TPU_EAGER_MODE's values (core/settings.c) differ");
+
 PYBIND11_MODULE(_C, m) {
+  TORCH_CHECK(tt_eager_mode_name(TT_MODES - 1) && !tt_eager_mode_name(TT_MODES),
+              "tt_exec_mode and TORCH_TPU_EAGER_MODE's values (core/settings.c) differ");
   register_hooks();
   register_table_routed_ops();
   install_explain_hook();
@@ -127,6 +134,8 @@ PYBIND11_MODULE(_C, m) {
     raise_if_error(err);
   });
   register_replay(m);
+  register_settings(m);
+  register_disk_cache(m);
   m.def("_set_explain", [](bool on) { tt_set_explain(on); });
   m.def("_set_fused_max_ops", [](int n) { tt_region_set_max_ops(n); });
   m.def("_mark_step", []() { tt_mark_step(); });

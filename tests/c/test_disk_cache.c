@@ -26,6 +26,7 @@
 
 #include "cache/blake2b.h"
 #include "cache/disk_cache.h"
+#include "core/settings.h"
 #include "graph/program_serial.h"
 
 static int g_passed, g_failed;
@@ -523,21 +524,32 @@ static void test_code_id(void) {
   printf("  code id of a %s binary: %.1f ms\n", "test", first * 1e3);
 }
 
+/* Parses a TORCH_TPU_CACHE_MAX_BYTES value with the settings' parser. */
+static bool parse_size(const char *text, int64_t *bytes) {
+  tt_error *err = tt_setting_parse(TT_SETTING_CACHE_MAX_BYTES, text, bytes);
+  bool ok = err == NULL;
+  tt_error_free(err);
+  return ok;
+}
+
 static void test_environment(void) {
-  uint64_t b = 0;
-  CHECK(tt_disk_cache_parse_size("10G", &b) && b == (UINT64_C(10) << 30), "10G");
-  CHECK(tt_disk_cache_parse_size("10GiB", &b) && b == (UINT64_C(10) << 30), "10GiB");
-  CHECK(tt_disk_cache_parse_size("512m", &b) && b == (UINT64_C(512) << 20), "512m");
-  CHECK(tt_disk_cache_parse_size("12345", &b) && b == 12345, "plain bytes");
-  CHECK(tt_disk_cache_parse_size("10B", &b) && b == 10, "10B");
-  const char *bad[] = {"", "0", "G", "10X", "-1", "10iB", "99999999999999999999", "1 G"};
+  int64_t b = 0;
+  CHECK(parse_size("10G", &b) && b == (INT64_C(10) << 30), "10G");
+  CHECK(parse_size("10GiB", &b) && b == (INT64_C(10) << 30), "10GiB");
+  CHECK(parse_size(" 10gb ", &b) && b == (INT64_C(10) << 30), "10gb");
+  CHECK(parse_size("512m", &b) && b == (INT64_C(512) << 20), "512m");
+  CHECK(parse_size("12345", &b) && b == 12345, "plain bytes");
+  CHECK(parse_size("10B", &b) && b == 10, "10B");
+  CHECK(parse_size("", &b) && b == (INT64_C(10) << 30), "empty: the default");
+  const char *bad[] = {"0", "G", "10X", "-1", "10iB", "99999999999999999999", "1 G", "8E"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-    CHECK(!tt_disk_cache_parse_size(bad[i], &b), "'%s' refused", bad[i]);
+    CHECK(!parse_size(bad[i], &b), "'%s' refused", bad[i]);
 
   char root[512];
   snprintf(root, sizeof root, "%s/fromenv", g_root);
   setenv("TORCH_TPU_CACHE_DIR", root, 1);
   setenv("TORCH_TPU_CACHE_MAX_BYTES", "1M", 1);
+  tt_settings_reset(); /* settings are read once */
   tt_disk_cache *c = NULL;
   CHECK_OK(tt_disk_cache_open_default("fp", &c));
   CHECK(c && !strncmp(tt_disk_cache_dir(c), root, strlen(root)), "TORCH_TPU_CACHE_DIR used");
@@ -547,18 +559,80 @@ static void test_environment(void) {
   tt_error_free(err);
   tt_disk_cache_close(c);
   setenv("TORCH_TPU_CACHE_MAX_BYTES", "lots", 1);
+  tt_settings_reset();
   c = NULL;
   err = tt_disk_cache_open_default("fp", &c);
   CHECK(err && strstr(tt_error_message(err), "TORCH_TPU_CACHE_MAX_BYTES") && !c,
         "bad size names the variable: %s", tt_error_message(err));
   tt_error_free(err);
-  setenv("TORCH_TPU_CACHE", "0", 1);
+  setenv("TORCH_TPU_CACHE", "off", 1);
+  tt_settings_reset();
   c = (tt_disk_cache *)1;
   CHECK_OK(tt_disk_cache_open_default("fp", &c));
   CHECK(c == NULL, "TORCH_TPU_CACHE=0 disables");
   unsetenv("TORCH_TPU_CACHE");
   unsetenv("TORCH_TPU_CACHE_DIR");
   unsetenv("TORCH_TPU_CACHE_MAX_BYTES");
+  tt_settings_reset();
+}
+
+/* The inspection calls `python -m torch_tpu.cache` uses: list, check, clear. */
+static void test_inspection(void) {
+  tt_disk_cache *a = open_fresh("inspect", 1 << 20), *b = NULL;
+  char root[512], path[1024];
+  snprintf(root, sizeof root, "%s/inspect", g_root);
+  CHECK_OK(tt_disk_cache_open(root, "another plugin", 1 << 20, &b));
+  for (int i = 0; a && b && i < 3; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "key-%d", i);
+    CHECK_OK(tt_disk_cache_put(a, key, strlen(key), "blob", 4));
+    if (i < 2) CHECK_OK(tt_disk_cache_put(b, key, strlen(key), "longer blob", 11));
+  }
+  tt_disk_cache_listing l;
+  CHECK_OK(tt_disk_cache_list(root, NULL, &l));
+  CHECK(l.n_dirs == 2, "two fingerprint dirs: %zu", l.n_dirs);
+  size_t entries = 0;
+  for (size_t i = 0; i < l.n_dirs; i++) entries += l.dirs[i].n_files;
+  CHECK(entries == 5, "five entries: %zu", entries);
+  CHECK(l.n_dirs < 2 || strcmp(l.dirs[0].name, l.dirs[1].name) < 0, "sorted by name");
+  tt_disk_cache_listing_free(&l);
+  CHECK_OK(tt_disk_cache_list(root, "another plugin", &l));
+  CHECK(l.n_dirs == 1 && !strcmp(l.dirs[0].fingerprint, "another plugin") &&
+            l.dirs[0].n_files == 2 && l.dirs[0].bytes == 2 * (TT_DISK_CACHE_HEADER_SIZE + 5 + 11),
+        "selected by fingerprint text");
+  tt_disk_cache_listing_free(&l);
+
+  if (a) entry_path(a, "key-1", path, sizeof path);
+  tt_disk_cache_entry_check c;
+  tt_disk_cache_check_entry(path, &c);
+  CHECK(!strcmp(c.status, "ok") && c.key_len == 5 && !memcmp(c.key, "key-1", 5) && c.blob_len == 4,
+        "check ok: %s", c.status);
+  free(c.key);
+  FILE *f = fopen(path, "r+b");
+  if (f) {
+    fseek(f, 45, SEEK_SET);
+    fputc('X', f);
+    fclose(f);
+  }
+  tt_disk_cache_check_entry(path, &c);
+  CHECK(!strcmp(c.status, "checksum mismatch") && !c.key, "check corrupt: %s", c.status);
+  snprintf(path + strlen(path) - 8, 9, "nope.ttc");
+  tt_disk_cache_check_entry(path, &c);
+  CHECK(!strncmp(c.status, "unreadable: ", 12), "check missing: %s", c.status);
+
+  uint64_t removed = 0, freed = 0;
+  CHECK_OK(tt_disk_cache_clear(root, tt_disk_cache_dir(b) + strlen(root) + 1, &removed, &freed));
+  CHECK(removed == 2 && freed == 2 * (TT_DISK_CACHE_HEADER_SIZE + 5 + 11), "clear one: %llu",
+        (unsigned long long)removed);
+  CHECK(!exists(tt_disk_cache_dir(b)), "its directory is gone");
+  CHECK_OK(tt_disk_cache_clear(root, NULL, &removed, &freed));
+  CHECK(removed == 3, "clear the rest: %llu", (unsigned long long)removed);
+  snprintf(path, sizeof path, "%s/missing", g_root);
+  CHECK_OK(tt_disk_cache_list(path, NULL, &l));
+  CHECK(l.n_dirs == 0, "a missing root is empty");
+  tt_disk_cache_listing_free(&l);
+  tt_disk_cache_close(a);
+  tt_disk_cache_close(b);
 }
 
 /* ------------------------------------------------------------ programs */
@@ -871,6 +945,7 @@ int main(int argc, char **argv) {
   test_eviction_across_fingerprints();
   test_io_errors();
   test_environment();
+  test_inspection();
   test_code_id();
   if (!plugin) {
     fprintf(stderr, "FAIL: no plugin given (argv[1] or TORCH_TPU_PJRT_PLUGIN)\n");

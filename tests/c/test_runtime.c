@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/settings.h"
 #include "pjrt/runtime.h"
 #include "pjrt/runtime_internal.h"
 
@@ -559,6 +560,7 @@ static void test_find_plugin(const char *plugin) {
   char *saved = getenv("TORCH_TPU_PJRT_PLUGIN") ? strdup(getenv("TORCH_TPU_PJRT_PLUGIN")) : NULL;
   char out[4096];
   setenv("TORCH_TPU_PJRT_PLUGIN", "/nonexistent/libfoo.so", 1);
+  tt_settings_reset(); /* settings are read once */
   tt_error *err = tt_runtime_find_plugin(NULL, out, sizeof out);
   CHECK(err && tt_error_code_of(err) == TT_ERR_PLUGIN &&
             strstr(tt_error_message(err), "/nonexistent/libfoo.so"),
@@ -566,11 +568,13 @@ static void test_find_plugin(const char *plugin) {
   tt_error_free(err);
 
   setenv("TORCH_TPU_PJRT_PLUGIN", plugin, 1);
+  tt_settings_reset();
   CHECK_OK(tt_runtime_find_plugin(NULL, out, sizeof out));
   CHECK(strcmp(out, plugin) == 0, "env var wins: %s", out);
   CHECK_ERR(tt_runtime_find_plugin(NULL, out, 3), TT_ERR_INVALID_ARGUMENT);
 
   unsetenv("TORCH_TPU_PJRT_PLUGIN");
+  tt_settings_reset();
   /* plugin = <site>/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so ? */
   const char *suffix = "/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so";
   size_t pl = strlen(plugin), sl = strlen(suffix);
@@ -587,6 +591,7 @@ static void test_find_plugin(const char *plugin) {
     setenv("TORCH_TPU_PJRT_PLUGIN", saved, 1);
     free(saved);
   }
+  tt_settings_reset();
 }
 
 static void test_fake_plugin(const char *fake) {

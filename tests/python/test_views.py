@@ -2,6 +2,7 @@
 exactly CPU's results, version counters bump."""
 import pytest
 import torch
+import torch_tpu
 
 VIEWS = {
     "t": lambda t: t.t(),
@@ -30,11 +31,13 @@ def test_read_view(name):
     assert torch.equal(VIEWS[name](x).cpu(), VIEWS[name](a))
 
 
-def test_column_block_is_read_as_a_slice_not_a_shifted_copy(tmp_path, monkeypatch):
+def test_column_block_is_read_as_a_slice_not_a_shifted_copy(tmp_path, monkeypatch, request):
     """q/k/v = qkv.split(C, dim=-1) starts k and v at a storage offset
     inside a row; the read must slice the storage in place rather than pad
     and shift a copy of all of it (a full extra pass per attention layer)."""
     monkeypatch.setenv("TORCH_TPU_DUMP_DIR", str(tmp_path))
+    torch_tpu._C._reset_settings()  # settings are read once: read them again, now and after
+    request.addfinalizer(torch_tpu._C._reset_settings)
     a = torch.randn(5, 7, 3 * 11)
     q, k, v = a.to("tpu").split(11, dim=-1)
     got = (v.reshape(5, 7, 1, 11).transpose(1, 2) * 3).cpu()

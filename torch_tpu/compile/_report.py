@@ -1,9 +1,10 @@
 """What the backend did with each graph: partitions, breaks, programs,
 compile time. `torch_tpu.compile.last_report()` returns the newest one."""
 import dataclasses
-import os
 import sys
 import threading
+
+from .. import _C
 
 
 @dataclasses.dataclass
@@ -95,7 +96,7 @@ def reset_reports() -> None:
 
 
 def log_enabled(options) -> bool:
-    return bool(options.explain) or os.environ.get("TORCH_TPU_LOG_COMPILE_GRAPHS", "0") not in ("", "0")
+    return bool(options.explain) or _C._setting("TORCH_TPU_LOG_COMPILE_GRAPHS")
 
 
 def log(graph: GraphReport) -> None:
