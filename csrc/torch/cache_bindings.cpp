@@ -10,7 +10,7 @@
 #include "torch/bridge.h"
 
 extern "C" {
-#include "cache/disk_cache.h"
+#include "cache/disk_cache_inspect.h"
 }
 
 namespace torch_tpu {

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "cache/blake2b.h"
-#include "cache/disk_cache.h"
+#include "cache/disk_cache_inspect.h"
 #include "core/settings.h"
 #include "graph/program_serial.h"
 
