@@ -16,6 +16,7 @@
 
 #include "graph/core.h"
 #include "graph/execute.h"
+#include "graph/lower_ctx.h"
 #include "graph/program.h"
 #include "graph/storage.h"
 #include "ops/lowering.h"
