@@ -93,7 +93,7 @@ static tt_error *lower_arange(tt_lower_ctx *c) {
                    pst->kind == TT_SCALAR_FLOAT))
     return tt_lc_decline(c, "float bounds with an integer out");
   double start = scalar_as_double(ps), end = scalar_as_double(pe), step = scalar_as_double(pst);
-  if (dt == TT_F16 || dt == TT_BF16) { /* torch reads the bounds as float (acc type) */
+  if (tt_dtype_is_half(dt)) { /* torch reads the bounds as float (acc type) */
     start = (float)start;
     end = (float)end;
     step = (float)step;
@@ -239,7 +239,7 @@ static tt_val random_bits(tt_lower_ctx *c, int64_t n, tt_dtype word) {
   int64_t two = 2;
   tt_shape outs[2] = {tt_shape_make(TT_U64, 1, &two), tt_shape_make(word, 1, &n)};
   tt_val res[2] = {TT_INVALID, TT_INVALID};
-  if (!tt_b_op_multi(b, "stablehlo.rng_bit_generator", &state, 1,
+  if (!tt_b_emit(b, TT_OP_RNG_BIT_GENERATOR, &state, 1,
                      "rng_algorithm = #stablehlo<rng_algorithm PHILOX>", NULL, outs, 2, res))
     return TT_INVALID;
   return res[1];
@@ -263,7 +263,7 @@ static tt_val uniform01(tt_lower_ctx *c, int64_t n, tt_dtype ct, int digits) {
   int width = word == TT_U64 ? 64 : 32;
   tt_shape ws = tt_shape_make(word, 1, &n);
   tt_val sh = tt_b_broadcast_to(b, tt_b_constant_int(b, word, width - digits), 1, &n);
-  bits = tt_b_op(b, "stablehlo.shift_right_logical", (tt_val[]){bits, sh}, 2, NULL, ws);
+  bits = tt_b_emit1(b, TT_OP_SHIFT_RIGHT_LOGICAL, (tt_val[]){bits, sh}, 2, NULL, ws);
   tt_val u = tt_b_convert(b, bits, ct);
   return tt_b_binary(b, "multiply", u, tt_b_full(b, tt_shape_make(ct, 1, &n), ldexp(1.0, -digits)));
 }
@@ -652,7 +652,7 @@ static void tril_coords(tt_builder *b, tt_val k, int64_t n, int64_t row, int64_t
     t = tt_b_select(b, tt_b_compare(b, "GT", s, k), tt_b_binary(b, "subtract", t, FULL(1)),
                     tt_b_select(b, tt_b_compare(b, "LE", s1, k), tt_b_binary(b, "add", t, FULL(1)), t));
   }
-  t = tt_b_op(b, "stablehlo.clamp", (tt_val[]){FULL(0), t, FULL(t_rows > 0 ? t_rows - 1 : 0)}, 3, NULL, is);
+  t = tt_b_emit1(b, TT_OP_CLAMP, (tt_val[]){FULL(0), t, FULL(t_rows > 0 ? t_rows - 1 : 0)}, 3, NULL, is);
   tt_val st = tt_b_binary(b, "add", tt_b_binary(b, "multiply", t, FULL(a)),
                           tt_b_binary(b, "divide", tt_b_binary(b, "multiply", t, tt_b_binary(b, "subtract", t, FULL(1))), FULL(2)));
   tt_val r_tri = tt_b_binary(b, "add", t, FULL(r0)), c_tri = tt_b_binary(b, "subtract", k, st);

@@ -12,7 +12,6 @@
  * Scalar's value (the compiled program is reused for other values), only on
  * its kind (bool/int/float), which is part of the cache key. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +19,6 @@
 #include "ops/common.h"
 
 /* ------------------------------------------------------------ helpers */
-
-static tt_dtype opmath(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16 ? TT_F32 : dt; }
 
 /* True for a Scalar argument or a CPU scalar tensor (no device storage). */
 static bool is_scalar_arg(const tt_lower_ctx *c, int i) {
@@ -73,7 +70,6 @@ static tt_val operand(tt_lower_ctx *c, int i, tt_dtype dt, tt_dtype cm, const bs
   return operand_ex(c, i, dt, cm, s, false);
 }
 
-static tt_val K(tt_builder *b, tt_val x, double v) { return tt_full_like(b, x, v); }
 static tt_val bin(tt_builder *b, const char *op, tt_val x, tt_val y) {
   return tt_b_binary(b, op, x, y);
 }
@@ -93,7 +89,7 @@ typedef struct {
 static tt_error *setup2_ex(tt_lower_ctx *c, int a, int bb, tt_dtype dt, binop *o, bool full) {
   int args[2] = {a, bb};
   o->dt = dt;
-  o->cm = opmath(dt);
+  o->cm = tt_opmath(dt);
   TT_TRY(broadcast(c, args, 2, &o->s));
   o->x = operand_ex(c, a, dt, o->cm, &o->s, full);
   o->y = operand_ex(c, bb, dt, o->cm, &o->s, full);
@@ -162,35 +158,35 @@ static tt_error *lower_mul(tt_lower_ctx *c) {
 static tt_val int_floor_div(tt_builder *b, tt_val x, tt_val y) {
   tt_val q = bin(b, "divide", x, y);
   tt_val r = bin(b, "remainder", x, y);
-  tt_val zero = K(b, x, 0);
+  tt_val zero = tt_full_like(b, x, 0);
   tt_val fix = bin(b, "and", cmp(b, "NE", r, zero),
                    cmp(b, "NE", cmp(b, "LT", r, zero), cmp(b, "LT", y, zero)));
-  return sel(b, fix, bin(b, "subtract", q, K(b, q, 1)), q);
+  return sel(b, fix, bin(b, "subtract", q, tt_full_like(b, q, 1)), q);
 }
 
 /* c10::div_floor_floating */
 static tt_val float_floor_div(tt_builder *b, tt_val x, tt_val y) {
-  tt_val zero = K(b, x, 0);
+  tt_val zero = tt_full_like(b, x, 0);
   tt_val mod = bin(b, "remainder", x, y);
   tt_val div = bin(b, "divide", bin(b, "subtract", x, mod), y);
   tt_val fix = bin(b, "and", cmp(b, "NE", mod, zero),
                    cmp(b, "NE", cmp(b, "LT", y, zero), cmp(b, "LT", mod, zero)));
-  div = sel(b, fix, bin(b, "subtract", div, K(b, div, 1)), div);
+  div = sel(b, fix, bin(b, "subtract", div, tt_full_like(b, div, 1)), div);
   tt_val fl = tt_b_unary(b, "floor", div);
-  fl = sel(b, cmp(b, "GT", bin(b, "subtract", div, fl), K(b, div, 0.5)), bin(b, "add", fl, K(b, fl, 1)),
+  fl = sel(b, cmp(b, "GT", bin(b, "subtract", div, fl), tt_full_like(b, div, 0.5)), bin(b, "add", fl, tt_full_like(b, fl, 1)),
            fl);
   /* div == 0: copysign(0, x / y), from the sign bit of x / y */
   tt_val q = bin(b, "divide", x, y);
   tt_shape is = tt_b_shape(b, q);
   is.dtype = is.dtype == TT_F64 ? TT_I64 : TT_I32; /* q is f32 or f64 (opmath) */
   tt_val neg = cmp(b, "LT", tt_b_bitcast(b, q, is), tt_b_full(b, is, 0));
-  tt_val signed_zero = sel(b, neg, K(b, q, -0.0), zero);
+  tt_val signed_zero = sel(b, neg, tt_full_like(b, q, -0.0), zero);
   tt_val r = sel(b, cmp(b, "EQ", div, zero), signed_zero, fl);
   return sel(b, cmp(b, "EQ", y, zero), q, r); /* divide by zero: IEEE result */
 }
 
 static tt_val trunc_f(tt_builder *b, tt_val x) {
-  return sel(b, cmp(b, "LT", x, K(b, x, 0)), tt_b_unary(b, "ceil", x), tt_b_unary(b, "floor", x));
+  return sel(b, cmp(b, "LT", x, tt_full_like(b, x, 0)), tt_b_unary(b, "ceil", x), tt_b_unary(b, "floor", x));
 }
 
 static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
@@ -239,7 +235,7 @@ static tt_error *lower_remainder(tt_lower_ctx *c) {
   binop o;
   TT_TRY(setup2(c, 0, 1, dt, &o));
   tt_val mod = bin(b, "remainder", o.x, o.y);
-  tt_val zero = K(b, mod, 0);
+  tt_val zero = tt_full_like(b, mod, 0);
   tt_val fix = bin(b, "and", cmp(b, "NE", mod, zero),
                    cmp(b, "NE", cmp(b, "LT", o.y, zero), cmp(b, "LT", mod, zero)));
   output(c, &o, sel(b, fix, bin(b, "add", mod, o.y), mod));
@@ -263,14 +259,14 @@ static tt_error *lower_fmod(tt_lower_ctx *c) {
  * for RMSNorm's x.pow(2)). float16/bfloat16 keep the generic power: ATen
  * rounds their x*x*x per multiply but computes their 0.5 power with powf. */
 static bool pow_by_exponent(tt_builder *b, double e, tt_val x, tt_val *r) {
-  if (e == 0) *r = K(b, x, 1);
+  if (e == 0) *r = tt_full_like(b, x, 1);
   else if (e == 1) *r = x;
   else if (e == 2) *r = bin(b, "multiply", x, x);
   else if (e == 3) *r = bin(b, "multiply", bin(b, "multiply", x, x), x);
   else if (e == 0.5) *r = tt_b_unary(b, "sqrt", x);
   else if (e == -0.5) *r = tt_b_unary(b, "rsqrt", x);
-  else if (e == -1) *r = bin(b, "divide", K(b, x, 1), x);
-  else if (e == -2) *r = bin(b, "divide", K(b, x, 1), bin(b, "multiply", x, x));
+  else if (e == -1) *r = bin(b, "divide", tt_full_like(b, x, 1), x);
+  else if (e == -2) *r = bin(b, "divide", tt_full_like(b, x, 1), bin(b, "multiply", x, x));
   else return false;
   return true;
 }
@@ -480,14 +476,14 @@ static tt_error *lower_lerp(tt_lower_ctx *c) {
   bshape s;
   TT_TRY(broadcast(c, args, w_tensor ? 3 : 2, &s));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype cm = opmath(dt);
+  tt_dtype cm = tt_opmath(dt);
   tt_val x = operand(c, 0, dt, cm, &s), e = operand(c, 1, dt, cm, &s);
   /* a Scalar weight enters at opmath precision (PyTorch reads it as opmath_t) */
   tt_val w = operand_ex(c, 2, dt, cm, &s, true);
   tt_val diff = bin(b, "subtract", e, x);
-  tt_val small = cmp(b, "LT", tt_b_unary(b, "abs", w), K(b, w, 0.5));
+  tt_val small = cmp(b, "LT", tt_b_unary(b, "abs", w), tt_full_like(b, w, 0.5));
   tt_val lo = bin(b, "add", x, bin(b, "multiply", w, diff));
-  tt_val hi = bin(b, "subtract", e, bin(b, "multiply", diff, bin(b, "subtract", K(b, w, 1), w)));
+  tt_val hi = bin(b, "subtract", e, bin(b, "multiply", diff, bin(b, "subtract", tt_full_like(b, w, 1), w)));
   tt_lc_output(c, tt_b_convert(b, sel(b, small, lo, hi), dt));
   return NULL;
 }
@@ -509,10 +505,10 @@ static tt_error *addc(tt_lower_ctx *c, bool divide) {
   bshape s;
   TT_TRY(broadcast(c, args, 3, &s));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype cm = opmath(dt);
+  tt_dtype cm = tt_opmath(dt);
   tt_val x = operand(c, 0, dt, cm, &s), t1 = operand(c, 1, dt, cm, &s);
   tt_val t2 = operand(c, 2, dt, cm, &s);
-  tt_val v = is_none(c, 3) ? K(b, x, 1) : tt_b_broadcast_to(b, tt_lc_scalar(c, 3, cm), s.nd, s.dims);
+  tt_val v = is_none(c, 3) ? tt_full_like(b, x, 1) : tt_b_broadcast_to(b, tt_lc_scalar(c, 3, cm), s.nd, s.dims);
   tt_val r = divide ? bin(b, "divide", bin(b, "multiply", v, t1), t2)
                     : bin(b, "multiply", bin(b, "multiply", v, t1), t2);
   tt_lc_output(c, tt_b_convert(b, bin(b, "add", x, r), dt));
@@ -545,8 +541,8 @@ static tt_error *xlogy_common(tt_lower_ctx *c, const char *log_op) {
   TT_TRY(setup2(c, 0, 1, float_result2(c, 0, 1), &o));
   tt_builder *b = tt_lc_builder(c);
   tt_val r = bin(b, "multiply", o.x, un(b, log_op, o.y));
-  r = sel(b, cmp(b, "EQ", o.x, K(b, o.x, 0)), K(b, r, 0), r);
-  output(c, &o, sel(b, isnan_(b, o.y), K(b, r, NAN), r));
+  r = sel(b, cmp(b, "EQ", o.x, tt_full_like(b, o.x, 0)), tt_full_like(b, r, 0), r);
+  output(c, &o, sel(b, isnan_(b, o.y), tt_full_like(b, r, NAN), r));
   return NULL;
 }
 static tt_error *lower_xlogy(tt_lower_ctx *c) { return xlogy_common(c, "log"); }
@@ -566,12 +562,12 @@ static tt_error *lower_hypot(tt_lower_ctx *c) {
   } else {
     tt_val m = bin(b, "maximum", x, y), n = bin(b, "minimum", x, y);
     tt_val q = bin(b, "divide", n, m);
-    r = bin(b, "multiply", m, un(b, "sqrt", bin(b, "add", K(b, q, 1), bin(b, "multiply", q, q))));
-    r = sel(b, cmp(b, "EQ", m, K(b, m, 0)), K(b, m, 0), r);
-    r = sel(b, bin(b, "or", isnan_(b, x), isnan_(b, y)), K(b, r, NAN), r);
+    r = bin(b, "multiply", m, un(b, "sqrt", bin(b, "add", tt_full_like(b, q, 1), bin(b, "multiply", q, q))));
+    r = sel(b, cmp(b, "EQ", m, tt_full_like(b, m, 0)), tt_full_like(b, m, 0), r);
+    r = sel(b, bin(b, "or", isnan_(b, x), isnan_(b, y)), tt_full_like(b, r, NAN), r);
   }
-  tt_val inf = bin(b, "or", cmp(b, "EQ", x, K(b, x, INFINITY)), cmp(b, "EQ", y, K(b, y, INFINITY)));
-  r = sel(b, inf, K(b, r, INFINITY), r);
+  tt_val inf = bin(b, "or", cmp(b, "EQ", x, tt_full_like(b, x, INFINITY)), cmp(b, "EQ", y, tt_full_like(b, y, INFINITY)));
+  r = sel(b, inf, tt_full_like(b, r, INFINITY), r);
   tt_lc_output(c, tt_b_convert(b, r, o.dt));
   return NULL;
 }
@@ -629,7 +625,7 @@ static tt_error *lower_nextafter(tt_lower_ctx *c) {
   tt_val rb = sel(b, cmp(b, "EQ", kx, zero), tiny, step);
   tt_val r = tt_b_bitcast(b, rb, tt_b_shape(b, x));
   r = sel(b, cmp(b, "EQ", kx, ky), y, r);
-  tt_lc_output(c, sel(b, nan, K(b, x, NAN), r));
+  tt_lc_output(c, sel(b, nan, tt_full_like(b, x, NAN), r));
   return NULL;
 }
 
@@ -648,8 +644,8 @@ static tt_error *lower_heaviside(tt_lower_ctx *c) {
     tt_lc_output(c, bin(b, "or", x, v));
     return NULL;
   }
-  tt_val pos = sel(b, cmp(b, "GT", x, K(b, x, 0)), K(b, x, 1), K(b, x, 0));
-  tt_lc_output(c, sel(b, cmp(b, "EQ", x, K(b, x, 0)), v, pos));
+  tt_val pos = sel(b, cmp(b, "GT", x, tt_full_like(b, x, 0)), tt_full_like(b, x, 1), tt_full_like(b, x, 0));
+  tt_lc_output(c, sel(b, cmp(b, "EQ", x, tt_full_like(b, x, 0)), v, pos));
   return NULL;
 }
 
@@ -664,12 +660,12 @@ static tt_error *logaddexp_common(tt_lower_ctx *c, bool base2) {
   tt_val nd = un(b, "negate", un(b, "abs", bin(b, "subtract", a, y)));
   tt_val r;
   if (base2)
-    r = bin(b, "multiply", un(b, "log_plus_one", bin(b, "power", K(b, nd, 2), nd)),
-            K(b, nd, 1 / M_LN2));
+    r = bin(b, "multiply", un(b, "log_plus_one", bin(b, "power", tt_full_like(b, nd, 2), nd)),
+            tt_full_like(b, nd, 1 / M_LN2));
   else
     r = un(b, "log_plus_one", un(b, "exponential", nd));
   r = bin(b, "add", m, r);
-  tt_val same_inf = bin(b, "and", cmp(b, "EQ", un(b, "abs", a), K(b, a, INFINITY)),
+  tt_val same_inf = bin(b, "and", cmp(b, "EQ", un(b, "abs", a), tt_full_like(b, a, INFINITY)),
                         cmp(b, "EQ", a, y));
   output(c, &o, sel(b, same_inf, a, r));
   return NULL;
@@ -714,16 +710,16 @@ static tt_error *shift(tt_lower_ctx *c, bool left) {
   tt_builder *b = tt_lc_builder(c);
   int bits = dtype_bits(dt);
   bool is_signed = tt_dtype_is_signed(dt);
-  tt_val oob = cmp(b, "GE", o.y, K(b, o.y, bits - (!left && is_signed)));
-  if (is_signed) oob = bin(b, "or", oob, cmp(b, "LT", o.y, K(b, o.y, 0)));
+  tt_val oob = cmp(b, "GE", o.y, tt_full_like(b, o.y, bits - (!left && is_signed)));
+  if (is_signed) oob = bin(b, "or", oob, cmp(b, "LT", o.y, tt_full_like(b, o.y, 0)));
   tt_val r;
   if (left) {
-    r = sel(b, oob, K(b, o.x, 0), bin(b, "shift_left", o.x, o.y));
+    r = sel(b, oob, tt_full_like(b, o.x, 0), bin(b, "shift_left", o.x, o.y));
   } else if (is_signed) {
-    tt_val fill = bin(b, "shift_right_arithmetic", o.x, K(b, o.x, bits - 1));
+    tt_val fill = bin(b, "shift_right_arithmetic", o.x, tt_full_like(b, o.x, bits - 1));
     r = sel(b, oob, fill, bin(b, "shift_right_arithmetic", o.x, o.y));
   } else {
-    r = sel(b, oob, K(b, o.x, 0), bin(b, "shift_right_logical", o.x, o.y));
+    r = sel(b, oob, tt_full_like(b, o.x, 0), bin(b, "shift_right_logical", o.x, o.y));
   }
   output(c, &o, r);
   return NULL;
@@ -732,73 +728,26 @@ static tt_error *lower_lshift(tt_lower_ctx *c) { return shift(c, true); }
 static tt_error *lower_rshift(tt_lower_ctx *c) { return shift(c, false); }
 
 /* gcd by Euclid's algorithm in a stablehlo.while with a fixed trip count
- * (the worst case for the dtype: consecutive Fibonacci numbers). Region
- * text is appended line by line. */
-static void append(char *buf, size_t size, const char *fmt, ...) {
-  size_t n = strlen(buf);
-  if (n >= size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + n, size - n, fmt, ap);
-  va_end(ap);
-}
-
+ * (the worst case for the dtype: consecutive Fibonacci numbers). The loop
+ * carries (i, a, b); a step maps (a, b) to (b mod a, a) where a != 0. */
 static tt_val gcd_vals(tt_builder *b, tt_val x, tt_val y) {
   tt_shape s = tt_b_shape(b, x);
   int bits = dtype_bits(s.dtype);
   int trips = bits == 8 ? 15 : bits == 16 ? 26 : bits == 32 ? 48 : 95;
-  char T[160], E[16], P[160], r[4096] = "";
-  tt_shape ps = s;
-  ps.dtype = TT_BOOL;
-  tt_shape_print(&s, T, sizeof T);
-  tt_shape_print(&ps, P, sizeof P);
-  snprintf(E, sizeof E, "%s", tt_dtype_mlir(s.dtype));
-  const char *I = "tensor<i32>";
-  const char *cmp_type = tt_dtype_is_signed(s.dtype) ? "SIGNED" : "UNSIGNED";
-  append(r, sizeof r, "    ^bb0(%%gi: %s, %%ga: %s, %%gb: %s):\n", I, T, T);
-  append(r, sizeof r, "      %%gn = \"stablehlo.constant\"() {value = dense<%d> : %s} : () -> %s\n",
-         trips, I, I);
-  append(r, sizeof r,
-         "      %%gc = \"stablehlo.compare\"(%%gi, %%gn) {comparison_direction = "
-         "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} "
-         ": (%s, %s) -> tensor<i1>\n", I, I);
-  append(r, sizeof r, "      \"stablehlo.return\"(%%gc) : (tensor<i1>) -> ()\n    }, {\n");
-  append(r, sizeof r, "    ^bb0(%%gi: %s, %%ga: %s, %%gb: %s):\n", I, T, T);
-  append(r, sizeof r, "      %%g1 = \"stablehlo.constant\"() {value = dense<1> : %s} : () -> %s\n",
-         I, I);
-  append(r, sizeof r, "      %%gi2 = \"stablehlo.add\"(%%gi, %%g1) : (%s, %s) -> %s\n", I, I, I);
-  append(r, sizeof r,
-         "      %%gz0 = \"stablehlo.constant\"() {value = dense<0> : tensor<%s>} : () -> tensor<%s>\n",
-         E, E);
-  append(r, sizeof r,
-         "      %%gz = \"stablehlo.broadcast_in_dim\"(%%gz0) {broadcast_dimensions = array<i64>} : "
-         "(tensor<%s>) -> %s\n", E, T);
-  append(r, sizeof r,
-         "      %%go0 = \"stablehlo.constant\"() {value = dense<1> : tensor<%s>} : () -> tensor<%s>\n",
-         E, E);
-  append(r, sizeof r,
-         "      %%go = \"stablehlo.broadcast_in_dim\"(%%go0) {broadcast_dimensions = array<i64>} : "
-         "(tensor<%s>) -> %s\n", E, T);
-  append(r, sizeof r,
-         "      %%gnz = \"stablehlo.compare\"(%%ga, %%gz) {comparison_direction = "
-         "#stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type %s>} : "
-         "(%s, %s) -> %s\n", cmp_type, T, T, P);
-  append(r, sizeof r, "      %%gsa = \"stablehlo.select\"(%%gnz, %%ga, %%go) : (%s, %s, %s) -> %s\n",
-         P, T, T, T);
-  append(r, sizeof r, "      %%gr = \"stablehlo.remainder\"(%%gb, %%gsa) : (%s, %s) -> %s\n", T, T, T);
-  append(r, sizeof r, "      %%ga2 = \"stablehlo.select\"(%%gnz, %%gr, %%gz) : (%s, %s, %s) -> %s\n",
-         P, T, T, T);
-  append(r, sizeof r, "      %%gb2 = \"stablehlo.select\"(%%gnz, %%ga, %%gb) : (%s, %s, %s) -> %s\n",
-         P, T, T, T);
-  append(r, sizeof r, "      \"stablehlo.return\"(%%gi2, %%ga2, %%gb2) : (%s, %s, %s) -> ()", I, T, T);
   tt_val a = x, bb = y;
   if (tt_dtype_is_signed(s.dtype)) {
     a = un(b, "abs", x);
     bb = un(b, "abs", y);
   }
-  tt_val ins[3] = {tt_b_constant(b, TT_I32, 0), a, bb}, res[3];
-  tt_shape outs[3] = {tt_shape_scalar(TT_I32), s, s};
-  tt_b_op_multi(b, "stablehlo.while", ins, 3, NULL, r, outs, 3, res);
+  tt_val init[3] = {tt_b_constant(b, TT_I32, 0), a, bb}, v[3], res[3];
+  if (!tt_b_while_begin(b, init, 3, v)) return TT_INVALID;
+  if (!tt_b_while_body(b, cmp(b, "LT", v[0], tt_b_constant(b, TT_I32, trips)), v)) return TT_INVALID;
+  tt_val i2 = bin(b, "add", v[0], tt_b_constant(b, TT_I32, 1));
+  tt_val zero = tt_b_full(b, s, 0), one = tt_b_full(b, s, 1);
+  tt_val nz = cmp(b, "NE", v[1], zero);
+  tt_val r = bin(b, "remainder", v[2], sel(b, nz, v[1], one));
+  tt_val next[3] = {i2, sel(b, nz, r, zero), sel(b, nz, v[1], v[2])};
+  if (!tt_b_while_end(b, next, res)) return TT_INVALID;
   return res[2];
 }
 
@@ -822,9 +771,9 @@ static tt_error *lower_lcm(tt_lower_ctx *c) {
   TT_TRY(gcd_setup(c, &o));
   tt_builder *b = tt_lc_builder(c);
   tt_val g = gcd_vals(b, o.x, o.y);
-  tt_val zero = K(b, g, 0);
+  tt_val zero = tt_full_like(b, g, 0);
   tt_val nz = cmp(b, "NE", g, zero);
-  tt_val q = bin(b, "multiply", bin(b, "divide", o.x, sel(b, nz, g, K(b, g, 1))), o.y);
+  tt_val q = bin(b, "multiply", bin(b, "divide", o.x, sel(b, nz, g, tt_full_like(b, g, 1))), o.y);
   if (tt_dtype_is_signed(o.dt)) q = un(b, "abs", q);
   output(c, &o, sel(b, nz, q, zero));
   return NULL;

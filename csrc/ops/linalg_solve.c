@@ -19,7 +19,7 @@ static tt_error *lower_trace(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "trace: expected a matrix, but got tensor with dim %d",
                       xr->ndim);
   tt_dtype dt = xr->dtype;
-  tt_dtype out = linalg_is_float(dt) ? dt : TT_I64, acc = linalg_acc_dtype(out); /* half: float sum */
+  tt_dtype out = tt_dtype_is_floating(dt) ? dt : TT_I64, acc = tt_opmath(out); /* half: float sum */
   tt_builder *b = tt_lc_builder(c);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_shape is = tt_shape_make(TT_I64, 2, xr->sizes);
@@ -131,7 +131,7 @@ static tt_error *tri_solve(tt_lower_ctx *c, int ai, int bi, bool upper, bool lef
            left ? "true" : "false", upper ? "false" : "true", unit ? "true" : "false",
            transpose ? "TRANSPOSE" : "NO_TRANSPOSE");
   tt_val ins[2] = {a, bb};
-  tt_lc_output(c, tt_b_op(b, "stablehlo.triangular_solve", ins, 2, attrs, tt_b_shape(b, bb)));
+  tt_lc_output(c, tt_b_emit1(b, TT_OP_TRIANGULAR_SOLVE, ins, 2, attrs, tt_b_shape(b, bb)));
   if (also_a) tt_lc_output(c, a_full);
   return NULL;
 }
@@ -187,7 +187,7 @@ static tt_error *lower_linalg_cholesky_ex(tt_lower_ctx *c) {
   tt_val inside = tt_b_binary(b, "and", tt_b_compare(b, "LE", ii, kk), tt_b_compare(b, "LE", jj, kk));
   tt_val eye = tt_b_select(b, tt_b_compare(b, "EQ", ii, jj), tt_b_full(b, bfs, 1), tt_b_full(b, bfs, 0));
   ab = tt_b_select(b, inside, ab, eye);
-  tt_val lb = tt_b_op(b, "stablehlo.cholesky", &ab, 1, "lower = true", bfs);
+  tt_val lb = tt_b_emit1(b, TT_OP_CHOLESKY, &ab, 1, "lower = true", bfs);
   lb = tri_mask(b, lb, true, false);
   /* finite per minor: all |x| < inf */
   tt_val fin = tt_b_compare(b, "LT", tt_b_unary(b, "abs", lb), tt_b_full(b, bfs, INFINITY));

@@ -49,8 +49,6 @@ static part scalar_part(const tt_scalar *s) {
   return (part){dt, 2};
 }
 
-static tt_dtype opmath(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16 ? TT_F32 : dt; }
-
 /* ------------------------------------------------------------ foreach */
 
 typedef enum {
@@ -221,7 +219,7 @@ static tt_error *foreach_element(tt_lower_ctx *c, fe_fn fn, int j, tt_val *out) 
                 fn == F_ADDCMUL;
   if (rt == TT_BOOL || (!tt_dtype_is_floating(rt) && !int_ok))
     return tt_lc_decline(c, "%s", tt_dtype_name(rt));
-  tt_dtype ct = opmath(rt);
+  tt_dtype ct = tt_opmath(rt);
   tt_val x = tt_b_broadcast_to(b, tt_b_convert(b, tt_lc_list_tensor(c, 0, j), ct), nd, dims);
   tt_val y = arity >= 1 ? fe_operand(c, 1, j, ct, nd, dims, false) : TT_INVALID;
   tt_val r = TT_INVALID;
@@ -307,7 +305,7 @@ static tt_error *lower_foreach_norm(tt_lower_ctx *c) {
     if (!r || !tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "norm of a non-float tensor");
     tt_dtype odt = tt_lc_dtype(c, 2, r->dtype);
     if (!tt_dtype_is_floating(odt)) return tt_lc_decline(c, "norm into %s", tt_dtype_name(odt));
-    tt_dtype ct = opmath(tt_lc_is_none(c, 2) ? r->dtype : odt);
+    tt_dtype ct = tt_opmath(tt_lc_is_none(c, 2) ? r->dtype : odt);
     tt_val x = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_list_tensor(c, 0, j), ct));
     int64_t dims[TT_MAX_DIMS];
     for (int k = 0; k < r->ndim; k++) dims[k] = k;
@@ -386,7 +384,7 @@ static tt_error *fused_adam(tt_lower_ctx *c, bool adamw) {
   tt_val out_p[n], out_m[n], out_v[n], out_mx[n];
   for (int j = 0; j < n; j++) {
     const tt_tensor_ref *pr = tt_lc_list_ref(c, 0, j);
-    tt_dtype ct = opmath(pr->dtype);
+    tt_dtype ct = tt_opmath(pr->dtype);
     /* step scalars in f64 */
     tt_val step = tt_b_convert(b, tt_lc_list_tensor(c, 5, j), TT_F64);
     if (tt_b_ndim(b, step) != 0) step = tt_b_reshape(b, step, 0, NULL);
@@ -459,7 +457,7 @@ static tt_error *lower_fused_sgd(tt_lower_ctx *c) {
   if (tt_b_ndim(b, lr) == 1) lr = tt_b_reshape(b, lr, 0, NULL);
   tt_val out_p[n], out_buf[n];
   for (int j = 0; j < n; j++) {
-    tt_dtype ct = opmath(tt_lc_list_ref(c, 0, j)->dtype);
+    tt_dtype ct = tt_opmath(tt_lc_list_ref(c, 0, j)->dtype);
     tt_val p = read_elem(c, 0, j, ct), g = read_elem(c, 1, j, ct);
     if (maximize) g = tt_b_unary(b, "negate", g);
     if (wd != 0) g = tt_b_binary(b, "add", g, tt_b_binary(b, "multiply", p, tt_full_like(b, p, wd)));

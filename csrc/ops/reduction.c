@@ -71,7 +71,7 @@ static tt_error *sum_prod(tt_lower_ctx *c, bool prod, int dim_arg, int keep_arg,
     tt_lc_output(c, red_finish(b, v, &p));
     return NULL;
   }
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
   tt_val v = prod ? tt_b_reduce(b, x, tt_b_constant(b, acc, 1), p.dims, p.n, "multiply")
                   : red_cascade_add(b, x, p.dims, p.n);
@@ -112,7 +112,7 @@ static tt_error *lower_mean(tt_lower_ctx *c) {
                       "mean(): could not infer output dtype. Input dtype must be either a "
                       "floating point or complex dtype. Got: %s", torch_name(out));
   }
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
   tt_val s = reduce_add(b, x, &p);
   s = tt_b_binary(b, "divide", s, tt_full_like(b, s, (double)p.count));
@@ -163,7 +163,7 @@ static tt_error *var_std(tt_lower_ctx *c, bool is_std, bool with_mean, const cha
                       name);
   rplan p;
   if (!red_plan_dims(c, r, 1, true, tt_lc_bool(c, 3, false), &p)) return red_builder_error(c);
-  tt_dtype acc = red_acc_of(r->dtype);
+  tt_dtype acc = tt_opmath(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val s = reduce_add(b, x, &p);
   tt_val mean = tt_b_binary(b, "divide", s, tt_full_like(b, s, (double)p.count));
@@ -198,7 +198,7 @@ static tt_error *lower_logsumexp(tt_lower_ctx *c) {
   rplan p;
   if (!red_plan_dims(c, r, 1, true, tt_lc_bool(c, 2, false), &p)) return red_builder_error(c);
   tt_dtype out = tt_dtype_is_floating(r->dtype) ? r->dtype : TT_DEFAULT_FLOAT;
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val m = tt_reduce_max(b, x, p.dims, p.n);
   tt_val inf = tt_b_compare(b, "EQ", tt_b_unary(b, "abs", m), tt_full_like(b, m, INFINITY));
@@ -240,8 +240,8 @@ static tt_error *softmax(tt_lower_ctx *c, bool log) {
   if (!tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "non-float input");
   int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), r->ndim);
   if (dim < 0) return red_builder_error(c);
-  tt_dtype out = tt_lc_bool(c, 2, false) && red_is_half(r->dtype) ? TT_F32 : r->dtype;
-  tt_dtype acc = red_acc_of(r->dtype);
+  tt_dtype out = tt_lc_bool(c, 2, false) && tt_dtype_is_half(r->dtype) ? TT_F32 : r->dtype;
+  tt_dtype acc = tt_opmath(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   if (r->ndim == 0) {
     tt_lc_output(c, tt_b_convert(b, tt_full_like(b, x, log ? 0 : 1), out));
@@ -285,7 +285,7 @@ static tt_error *softmax_backward(tt_lower_ctx *c, bool log) {
   tt_dtype out;
   if (!red_arg_dtype(c, 3, g->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
   if (!tt_dtype_is_floating(out)) return tt_lc_decline(c, "non-float input_dtype");
-  tt_dtype acc = red_acc_of(tt_promote(g->dtype, o->dtype));
+  tt_dtype acc = tt_opmath(tt_promote(g->dtype, o->dtype));
   tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val ov = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
   rplan p;
@@ -369,7 +369,7 @@ static tt_error *vector_norm_impl(tt_lower_ctx *c, int dtype_arg) {
   if (!red_plan_dims(c, r, 2, true, tt_lc_bool(c, 3, false), &p)) return red_builder_error(c);
   /* inf/-inf on empty reductions raise in PyTorch, depending on ord's value */
   if (p.count == 0) return tt_lc_decline(c, "empty reduction");
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   tt_val a = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_tensor(c, 0), acc));
   tt_val ord = ord_none ? tt_b_constant(b, acc, 2) : tt_lc_scalar(c, 1, acc);
   tt_val v = vnorm(b, a, ord, &p);
@@ -395,7 +395,7 @@ static tt_error *lower_nansum(tt_lower_ctx *c) {
   tt_val x = tt_lc_tensor(c, 0);
   if (tt_dtype_is_floating(r->dtype))
     x = tt_b_select(b, tt_b_compare(b, "NE", x, x), tt_full_like(b, x, 0), x);
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   x = tt_b_convert(b, tt_b_convert(b, x, out), acc);
   tt_val v = tt_b_reduce(b, x, tt_b_constant(b, acc, 0), p.dims, p.n, "add");
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, out), &p));
@@ -474,7 +474,7 @@ static tt_error *lower_renorm(tt_lower_ctx *c) {
     }
   }
   if (p.count == 0 || r->sizes[dim] == 0) return tt_lc_decline(c, "empty renorm");
-  tt_dtype acc = red_acc_of(r->dtype);
+  tt_dtype acc = tt_opmath(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val norm = vnorm(b, tt_b_unary(b, "abs", x), tt_lc_scalar(c, 1, acc), &p);
   tt_shape ns = tt_b_shape(b, norm);
@@ -499,7 +499,7 @@ static tt_error *lower_dist(tt_lower_ctx *c) {
   rplan p;
   red_plan_all(&p, nd, dims, false);
   if (p.count == 0) return tt_lc_decline(c, "empty dist");
-  tt_dtype acc = red_acc_of(dt);
+  tt_dtype acc = tt_opmath(dt);
   tt_val d = tt_b_binary(b, "subtract", tt_operand(c, 0, dt, nd, dims), tt_operand(c, 1, dt, nd, dims));
   tt_val ord = tt_lc_is_none(c, 2) ? tt_b_constant(b, acc, 2) : tt_lc_scalar(c, 2, acc);
   tt_val v = vnorm(b, tt_b_unary(b, "abs", tt_b_convert(b, d, acc)), ord, &p);

@@ -15,7 +15,7 @@ static tt_val take_rows(tt_builder *b, tt_val x, tt_val pos) {
   int64_t d3[3] = {ps.dims[0], ps.dims[1], 1};
   tt_val parts[2] = {tt_b_reshape(b, tt_b_iota(b, ps, 0), 3, d3), tt_b_reshape(b, pos, 3, d3)};
   tt_val ins[2] = {x, tt_b_concat(b, parts, 2, 2)};
-  return tt_b_op(b, "stablehlo.gather", ins, 2,
+  return tt_b_emit1(b, TT_OP_GATHER, ins, 2,
                  "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0, 1], "
                  "start_index_map = [0, 1], index_vector_dim = 2>, slice_sizes = array<i64: 1, 1>, "
                  "indices_are_sorted = false",

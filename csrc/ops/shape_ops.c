@@ -145,7 +145,7 @@ static tt_error *lower_flip(tt_lower_ctx *c) {
   char list[200], attrs[240];
   tt_fmt_i64_array(list, sizeof list, w, nw);
   snprintf(attrs, sizeof attrs, "dimensions = %s", list);
-  tt_lc_output(c, tt_b_op(b, "stablehlo.reverse", &x, 1, attrs, tt_b_shape(b, x)));
+  tt_lc_output(c, tt_b_emit1(b, TT_OP_REVERSE, &x, 1, attrs, tt_b_shape(b, x)));
   return NULL;
 }
 
