@@ -44,7 +44,7 @@ static tt_error *lower_gelu(tt_lower_ctx *c) {
   tt_val inner;
   if (approx) { /* 0.5x(1 + tanh(beta (x + kappa x^3))) */
     tt_val cube = tt_mul(b, tt_mul(b, x, x), x);
-    inner = uc_un(b, "tanh", tt_mul(b, tt_full_like(b, x, GELU_BETA), tt_add(b, x, tt_mul(b, tt_full_like(b, x, GELU_KAPPA), cube))));
+    inner = uc_un(b, TT_OP_TANH, tt_mul(b, tt_full_like(b, x, GELU_BETA), tt_add(b, x, tt_mul(b, tt_full_like(b, x, GELU_KAPPA), cube))));
   } else { /* 0.5x(1 + erf(x / sqrt 2)) */
     inner = uc_chlo(b, TT_OP_CHLO_ERF, tt_mul(b, x, tt_full_like(b, x, M_SQRT1_2)));
   }
@@ -63,7 +63,7 @@ static tt_error *lower_gelu_backward(tt_lower_ctx *c) {
     tt_val x_sq = tt_mul(b, x, x);
     tt_val x_cube = tt_mul(b, x_sq, x);
     tt_val inner = tt_mul(b, tt_full_like(b, x, GELU_BETA), tt_add(b, x, tt_mul(b, tt_full_like(b, x, GELU_KAPPA), x_cube)));
-    tt_val t = uc_un(b, "tanh", inner);
+    tt_val t = uc_un(b, TT_OP_TANH, inner);
     tt_val left = tt_mul(b, tt_full_like(b, x, 0.5), x);
     tt_val right = tt_add(b, tt_full_like(b, x, 1), t);
     tt_val left_d = tt_mul(b, tt_full_like(b, x, 0.5), right);
@@ -75,7 +75,7 @@ static tt_error *lower_gelu_backward(tt_lower_ctx *c) {
   } else {
     tt_val cdf = tt_mul(b, tt_full_like(b, x, 0.5),
                      tt_add(b, tt_full_like(b, x, 1), uc_chlo(b, TT_OP_CHLO_ERF, tt_mul(b, x, tt_full_like(b, x, M_SQRT1_2)))));
-    tt_val pdf = tt_mul(b, uc_un(b, "exponential", tt_mul(b, tt_full_like(b, x, -0.5), tt_mul(b, x, x))),
+    tt_val pdf = tt_mul(b, uc_un(b, TT_OP_EXPONENTIAL, tt_mul(b, tt_full_like(b, x, -0.5), tt_mul(b, x, x))),
                      tt_full_like(b, x, M_2_SQRTPI * M_SQRT1_2 * 0.5));
     r = tt_mul(b, g, tt_add(b, cdf, tt_mul(b, x, pdf)));
   }
@@ -85,13 +85,13 @@ static tt_error *lower_gelu_backward(tt_lower_ctx *c) {
 /* silu: x / (1 + exp(-x)) */
 static tt_error *lower_silu(tt_lower_ctx *c) {
   FLOAT_SELF(0);
-  return OUT(tt_div(b, x, tt_add(b, tt_full_like(b, x, 1), uc_un(b, "exponential", uc_un(b, "negate", x)))));
+  return OUT(tt_div(b, x, tt_add(b, tt_full_like(b, x, 1), uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, x)))));
 }
 
 /* mish: x * tanh(softplus(x)) */
 static tt_error *lower_mish(tt_lower_ctx *c) {
   FLOAT_SELF(0);
-  return OUT(tt_mul(b, x, uc_un(b, "tanh", uc_un(b, "log_plus_one", uc_un(b, "exponential", x)))));
+  return OUT(tt_mul(b, x, uc_un(b, TT_OP_TANH, uc_un(b, TT_OP_LOG1P, uc_un(b, TT_OP_EXPONENTIAL, x)))));
 }
 
 /* sigmoid_backward(grad, y): grad * (1 - y) * y */
@@ -150,7 +150,7 @@ static tt_error *lower_hardtanh_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = uc_read_as(c, 0, tt_opmath(dt));
-  tt_val out = tt_b_binary(b, "or", uc_cmp(b, "LE", x, uc_S(c, 2, x)), uc_cmp(b, "GE", x, uc_S(c, 3, x)));
+  tt_val out = tt_b_bin(b, TT_OP_OR, uc_cmp(b, "LE", x, uc_S(c, 2, x)), uc_cmp(b, "GE", x, uc_S(c, 3, x)));
   return OUT(uc_sel(b, out, tt_full_like(b, g, 0), g));
 }
 
@@ -180,7 +180,7 @@ static tt_error *lower_elu(tt_lower_ctx *c) {
   FLOAT_SELF(0);
   tt_val alpha = scalar_or(c, 1, x, 1), scale = scalar_or(c, 2, x, 1);
   tt_val in_scale = scalar_or(c, 3, x, 1);
-  tt_val neg = tt_mul(b, uc_un(b, "exponential_minus_one", tt_mul(b, x, in_scale)), tt_mul(b, alpha, scale));
+  tt_val neg = tt_mul(b, uc_un(b, TT_OP_EXPM1, tt_mul(b, x, in_scale)), tt_mul(b, alpha, scale));
   return OUT(uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), neg, tt_mul(b, x, scale)));
 }
 
@@ -196,7 +196,7 @@ static tt_error *lower_elu_backward(tt_lower_ctx *c) {
   if (is_result) /* g * input_scale * (y + negcoef) */
     neg = tt_mul(b, tt_mul(b, g, in_scale), tt_add(b, x, negcoef));
   else /* g * input_scale * negcoef * exp(x * input_scale) */
-    neg = tt_mul(b, tt_mul(b, tt_mul(b, g, in_scale), negcoef), uc_un(b, "exponential", tt_mul(b, x, in_scale)));
+    neg = tt_mul(b, tt_mul(b, tt_mul(b, g, in_scale), negcoef), uc_un(b, TT_OP_EXPONENTIAL, tt_mul(b, x, in_scale)));
   return OUT(uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), neg, tt_mul(b, g, scale)));
 }
 
@@ -205,7 +205,7 @@ static tt_error *lower_softplus(tt_lower_ctx *c) {
   FLOAT_SELF(0);
   tt_val beta = scalar_or(c, 1, x, 1), thr = scalar_or(c, 2, x, 20);
   tt_val xb = tt_mul(b, x, beta);
-  tt_val soft = tt_div(b, uc_un(b, "log_plus_one", uc_un(b, "exponential", xb)), beta);
+  tt_val soft = tt_div(b, uc_un(b, TT_OP_LOG1P, uc_un(b, TT_OP_EXPONENTIAL, xb)), beta);
   return OUT(uc_sel(b, uc_cmp(b, "GT", xb, thr), x, soft));
 }
 
@@ -216,7 +216,7 @@ static tt_error *lower_softplus_backward(tt_lower_ctx *c) {
   FLOAT_SELF(1);
   tt_val g = uc_read_as(c, 0, tt_opmath(dt));
   tt_val xb = tt_mul(b, x, uc_S(c, 2, x));
-  tt_val z = uc_un(b, "exponential", xb);
+  tt_val z = uc_un(b, TT_OP_EXPONENTIAL, xb);
   tt_val soft = tt_div(b, tt_mul(b, g, z), tt_add(b, z, tt_full_like(b, x, 1)));
   return OUT(uc_sel(b, uc_cmp(b, "GT", xb, uc_S(c, 3, x)), g, soft));
 }
@@ -239,7 +239,7 @@ static tt_error *lower_hardsigmoid_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = uc_read_as(c, 0, tt_opmath(dt));
-  tt_val in = tt_b_binary(b, "and", uc_cmp(b, "GT", x, tt_full_like(b, x, -3)), uc_cmp(b, "LT", x, tt_full_like(b, x, 3)));
+  tt_val in = tt_b_bin(b, TT_OP_AND, uc_cmp(b, "GT", x, tt_full_like(b, x, -3)), uc_cmp(b, "LT", x, tt_full_like(b, x, 3)));
   return OUT(uc_sel(b, in, tt_mul(b, g, tt_full_like(b, x, 1.0f / 6.0f)), tt_full_like(b, x, 0)));
 }
 
@@ -273,7 +273,7 @@ static tt_error *lower_mish_backward(tt_lower_ctx *c) {
   FLOAT_SELF(1);
   tt_val g = uc_read_as(c, 0, tt_opmath(dt));
   tt_val s = uc_sigmoid(b, x), one = tt_full_like(b, x, 1);
-  tt_val t = uc_un(b, "tanh", uc_un(b, "log_plus_one", uc_un(b, "exponential", x)));
+  tt_val t = uc_un(b, TT_OP_TANH, uc_un(b, TT_OP_LOG1P, uc_un(b, TT_OP_EXPONENTIAL, x)));
   return OUT(tt_mul(b, g, tt_add(b, t, tt_mul(b, tt_mul(b, x, s), tt_sub(b, one, tt_mul(b, t, t))))));
 }
 
@@ -283,8 +283,8 @@ static tt_error *lower_log_sigmoid_forward(tt_lower_ctx *c) {
   FLOAT_SELF(0);
   tt_val zero = tt_full_like(b, x, 0);
   tt_val mn = uc_sel(b, uc_cmp(b, "LT", zero, x), zero, x); /* std::min(x, 0): NaN propagates */
-  tt_val z = uc_un(b, "exponential", uc_un(b, "negate", uc_un(b, "abs", x)));
-  tt_lc_output(c, tt_b_convert(b, tt_sub(b, mn, uc_un(b, "log_plus_one", z)), dt));
+  tt_val z = uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, uc_un(b, TT_OP_ABS, x)));
+  tt_lc_output(c, tt_b_convert(b, tt_sub(b, mn, uc_un(b, TT_OP_LOG1P, z)), dt));
   int64_t none[1] = {0};
   tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, 1, none), 0));
   return NULL;
@@ -299,14 +299,14 @@ static tt_error *lower_log_sigmoid_backward(tt_lower_ctx *c) {
   tt_val neg = uc_cmp(b, "LT", x, tt_full_like(b, x, 0));
   tt_val max_deriv = uc_sel(b, neg, tt_full_like(b, x, 1), tt_full_like(b, x, 0));
   tt_val sign = uc_sel(b, neg, tt_full_like(b, x, 1), tt_full_like(b, x, -1));
-  tt_val z = uc_un(b, "exponential", uc_un(b, "negate", uc_un(b, "abs", x)));
+  tt_val z = uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, uc_un(b, TT_OP_ABS, x)));
   tt_val q = tt_div(b, z, tt_add(b, tt_full_like(b, x, 1), z));
   return OUT(tt_mul(b, g, tt_sub(b, max_deriv, tt_mul(b, sign, q))));
 }
 
 /* -lambd <= x <= lambd (NaN: false) */
 static tt_val in_band(tt_builder *b, tt_val x, tt_val lambd) {
-  return tt_b_binary(b, "and", uc_cmp(b, "GE", x, uc_un(b, "negate", lambd)), uc_cmp(b, "LE", x, lambd));
+  return tt_b_bin(b, TT_OP_AND, uc_cmp(b, "GE", x, uc_un(b, TT_OP_NEGATE, lambd)), uc_cmp(b, "LE", x, lambd));
 }
 
 /* softshrink(self, lambd): x > l ? x - l : x < -l ? x + l : x * 0; NaN stays.
@@ -322,7 +322,7 @@ static tt_error *lower_softshrink(tt_lower_ctx *c) {
                         : dt == TT_BF16 ? "BFloat16" : "Double", l);
   }
   tt_val l = scalar_or(c, 1, x, 0.5);
-  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_un(b, "negate", l)), tt_add(b, x, l), tt_mul(b, x, tt_full_like(b, x, 0)));
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_un(b, TT_OP_NEGATE, l)), tt_add(b, x, l), tt_mul(b, x, tt_full_like(b, x, 0)));
   r = uc_sel(b, uc_cmp(b, "GT", x, l), tt_sub(b, x, l), r);
   return OUT(uc_sel(b, uc_cmp(b, "NE", x, x), x, r));
 }
@@ -366,7 +366,7 @@ static tt_error *lower_celu(tt_lower_ctx *c) {
   } else {
     inv = tt_full_like(b, x, 1);
   }
-  tt_val neg = tt_mul(b, uc_un(b, "exponential_minus_one", tt_mul(b, x, inv)), alpha);
+  tt_val neg = tt_mul(b, uc_un(b, TT_OP_EXPM1, tt_mul(b, x, inv)), alpha);
   return OUT(uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), neg, x));
 }
 

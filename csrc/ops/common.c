@@ -208,19 +208,19 @@ tt_dtype tt_opmath(tt_dtype dt) { return tt_dtype_is_half(dt) ? TT_F32 : dt; }
 
 /* ------------------------------------------------------------ arithmetic */
 
-tt_val tt_bin(tt_builder *b, const char *op, tt_val x, tt_val y) {
+tt_val tt_bin(tt_builder *b, tt_op op, tt_val x, tt_val y) {
   tt_shape sx = tt_b_shape(b, x), sy = tt_b_shape(b, y);
   if (sx.ndim > sy.ndim || (sx.ndim == sy.ndim && tt_shape_numel(&sx) > tt_shape_numel(&sy)))
     y = tt_b_broadcast_to(b, y, sx.ndim, sx.dims);
   else if (sy.ndim > sx.ndim || tt_shape_numel(&sy) > tt_shape_numel(&sx))
     x = tt_b_broadcast_to(b, x, sy.ndim, sy.dims);
-  return tt_b_binary(b, op, x, y);
+  return tt_b_bin(b, op, x, y);
 }
 
-tt_val tt_add(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, "add", x, y); }
-tt_val tt_sub(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, "subtract", x, y); }
-tt_val tt_mul(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, "multiply", x, y); }
-tt_val tt_div(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, "divide", x, y); }
+tt_val tt_add(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, TT_OP_ADD, x, y); }
+tt_val tt_sub(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, TT_OP_SUBTRACT, x, y); }
+tt_val tt_mul(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, TT_OP_MULTIPLY, x, y); }
+tt_val tt_div(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, TT_OP_DIVIDE, x, y); }
 
 tt_val tt_scalar_like(tt_builder *b, tt_val like, double v) {
   return tt_b_constant(b, tt_b_dtype(b, like), v);
@@ -255,10 +255,10 @@ tt_val tt_scatter_planes(tt_builder *b, tt_val g, tt_val ix, int n_spatial, cons
   tt_shape is = tt_shape_make(TT_I64, gs.ndim, gs.dims);
   tt_val pl = tt_b_iota(b, is, 0); /* plane number of each element */
   for (int i = 1; i < lead; i++)
-    pl = tt_b_binary(b, "add", tt_b_binary(b, "multiply", pl, tt_b_full(b, is, (double)gs.dims[i])),
+    pl = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, pl, tt_b_full(b, is, (double)gs.dims[i])),
                      tt_b_iota(b, is, i));
-  tt_val lin = tt_b_binary(b, "add", tt_b_binary(b, "multiply", pl, tt_b_full(b, is, (double)plane)), ix);
-  tt_val bad = tt_b_binary(b, "or", tt_b_compare(b, "LT", ix, tt_b_full(b, is, 0)),
+  tt_val lin = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, pl, tt_b_full(b, is, (double)plane)), ix);
+  tt_val bad = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "LT", ix, tt_b_full(b, is, 0)),
                            tt_b_compare(b, "GE", ix, tt_b_full(b, is, (double)plane)));
   lin = tt_b_select(b, bad, tt_b_full(b, is, (double)total), lin);
   int64_t idims[2] = {nout, 1};

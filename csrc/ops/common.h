@@ -30,7 +30,7 @@ tt_dtype tt_opmath(tt_dtype dt);
  * Elementwise shorthands; an operand of lower rank (or fewer elements) is
  * broadcast, right-aligned, to the other's shape, so a 0-d constant from
  * tt_scalar_like can meet a tensor. */
-tt_val tt_bin(tt_builder *b, const char *op, tt_val x, tt_val y); /* op: "add", ... */
+tt_val tt_bin(tt_builder *b, tt_op op, tt_val x, tt_val y);
 tt_val tt_add(tt_builder *b, tt_val x, tt_val y);
 tt_val tt_sub(tt_builder *b, tt_val x, tt_val y);
 tt_val tt_mul(tt_builder *b, tt_val x, tt_val y);

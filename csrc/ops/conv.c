@@ -222,7 +222,7 @@ static tt_error *lower_convolution(tt_lower_ctx *c) {
   if (has_bias) {
     tt_shape ys = tt_b_shape(b, y);
     tt_val bias = tt_b_convert(b, tt_lc_tensor(c, 2), acc);
-    y = tt_b_binary(b, "add", y, tt_along(b, bias, ys.ndim, ys.dims, 1));
+    y = tt_b_bin(b, TT_OP_ADD, y, tt_along(b, bias, ys.ndim, ys.dims, 1));
   }
   tt_lc_output(c, tt_b_convert(b, y, dt));
   return NULL;

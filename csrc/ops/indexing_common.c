@@ -91,7 +91,7 @@ tt_val ix_wrap_negative(tt_builder *b, tt_val idx, int64_t size) {
   tt_shape s = tt_b_shape(b, idx);
   tt_val zero = tt_b_full(b, s, 0), n = tt_b_full(b, s, (double)size);
   tt_val neg = tt_b_compare(b, "LT", idx, zero);
-  return tt_b_select(b, neg, tt_b_binary(b, "add", idx, n), idx);
+  return tt_b_select(b, neg, tt_b_bin(b, TT_OP_ADD, idx, n), idx);
 }
 
 /* Dimension numbers shared by index_select (gather) and index_add (scatter):

@@ -35,8 +35,8 @@ static tt_error *axpby(tt_lower_ctx *c, int self_i, int beta_i, int alpha_i, tt_
   tt_val alpha = tt_b_broadcast_to(b, tt_lc_scalar(c, alpha_i, acc), ps.ndim, ps.dims);
   tt_val zero = tt_b_full(b, tt_shape_make(acc, ps.ndim, ps.dims), 0);
   tt_val bs = tt_b_select(b, tt_b_compare(b, "EQ", beta, zero), zero,
-                          tt_b_binary(b, "multiply", beta, self));
-  tt_val r = tt_b_binary(b, "add", bs, tt_b_binary(b, "multiply", alpha, prod));
+                          tt_b_bin(b, TT_OP_MULTIPLY, beta, self));
+  tt_val r = tt_b_bin(b, TT_OP_ADD, bs, tt_b_bin(b, TT_OP_MULTIPLY, alpha, prod));
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
 }

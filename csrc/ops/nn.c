@@ -95,7 +95,7 @@ static tt_error *lower_native_dropout(tt_lower_ctx *c) {
   tt_b_emit(b, TT_OP_RNG_BIT_GENERATOR, &state, 1,
                 "rng_algorithm = #stablehlo<rng_algorithm PHILOX>", NULL, outs, 2, rr);
   tt_val bits = rr[1];
-  tt_val top = tt_b_binary(b, "shift_right_logical", bits, tt_b_full(b, u32, 8));
+  tt_val top = tt_b_bin(b, TT_OP_SHIFT_RIGHT_LOGICAL, bits, tt_b_full(b, u32, 8));
   tt_val u = tt_mul(b, tt_b_convert(b, top, TT_F32), tt_b_constant(b, TT_F32, 1.0 / 16777216.0));
   /* keep with probability 1-p: u < 1-p (float32 threshold; u is a multiple
    * of 2^-24, so the comparison is exact in float32). */
@@ -151,7 +151,7 @@ static tt_val bag_of(tt_builder *b, tt_val offs, int64_t K, int64_t nb) {
   int64_t m1[1] = {1};
   tt_val ob = tt_b_broadcast_in_dim(b, tt_slice_dim(b, offs, 0, 0, nb), 2, kb, m1);
   tt_val kk = tt_b_iota(b, kbs, 0), jj = tt_b_iota(b, kbs, 1);
-  tt_val hit = tt_b_binary(b, "and", tt_b_compare(b, "LE", ob, kk),
+  tt_val hit = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "LE", ob, kk),
                            tt_b_compare(b, "GE", jj, tt_b_full(b, kbs, 1)));
   int64_t d1[1] = {1};
   return nn_rsum(b, tt_b_select(b, hit, tt_b_full(b, kbs, 1), tt_b_full(b, kbs, 0)), d1, 1);

@@ -158,7 +158,7 @@ static tt_error *nll_forward(tt_lower_ctx *c, bool is2d) {
   tt_val picked = tt_b_select(b, s.onehot, x, tt_b_full(b, tt_b_shape(b, x), 0));
   int64_t cd[1] = {s.cdim};
   picked = nn_rsum(b, picked, cd, 1); /* target shape */
-  tt_val loss = tt_b_unary(b, "negate", tt_mul(b, picked, s.wt));
+  tt_val loss = tt_b_un(b, TT_OP_NEGATE, tt_mul(b, picked, s.wt));
   tt_val total = rsum_all(b, s.wt);
   if (reduction == RED_NONE) {
     tt_lc_output(c, tt_b_convert(b, loss, s.dt));
@@ -201,7 +201,7 @@ static tt_error *nll_backward(tt_lower_ctx *c, bool is2d) {
     }
     gv = tt_b_broadcast_to(b, gv, ts.ndim, ts.dims);
   }
-  tt_val per = tt_b_unary(b, "negate", tt_mul(b, s.wt, gv)); /* target shape */
+  tt_val per = tt_b_un(b, TT_OP_NEGATE, tt_mul(b, s.wt, gv)); /* target shape */
   /* ignored targets get no gradient, even when grad/total_weight is inf */
   per = tt_b_select(b, s.keep, per, tt_b_full(b, tt_b_shape(b, per), 0));
   tt_shape xs = tt_lc_ref_shape(s.self);
@@ -312,8 +312,8 @@ static tt_error *lower_binary_cross_entropy(tt_lower_ctx *c) {
   tt_val xv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val tv = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
   tt_val lo = tt_scalar_like(b, xv, -100.0);
-  tt_val lx = tt_bin(b, "maximum", tt_b_unary(b, "log", xv), lo);
-  tt_val l1x = tt_bin(b, "maximum", tt_b_unary(b, "log_plus_one", tt_b_unary(b, "negate", xv)), lo);
+  tt_val lx = tt_bin(b, TT_OP_MAXIMUM, tt_b_un(b, TT_OP_LOG, xv), lo);
+  tt_val l1x = tt_bin(b, TT_OP_MAXIMUM, tt_b_un(b, TT_OP_LOG1P, tt_b_un(b, TT_OP_NEGATE, xv)), lo);
   /* (target - 1) * log(1 - x) - target * log(x) */
   tt_val loss = tt_sub(b, tt_mul(b, tt_sub(b, tv, tt_scalar_like(b, tv, 1.0)), l1x), tt_mul(b, tv, lx));
   if (w) {
@@ -339,7 +339,7 @@ static tt_error *lower_binary_cross_entropy_backward(tt_lower_ctx *c) {
   tt_val xv = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
   tt_val tv = tt_b_convert(b, tt_lc_tensor(c, 2), acc);
   /* grad * (x - t) / max((1 - x) * x, 1e-12) */
-  tt_val den = tt_bin(b, "maximum", tt_mul(b, tt_sub(b, tt_scalar_like(b, xv, 1.0), xv), xv), tt_scalar_like(b, xv, 1e-12));
+  tt_val den = tt_bin(b, TT_OP_MAXIMUM, tt_mul(b, tt_sub(b, tt_scalar_like(b, xv, 1.0), xv), xv), tt_scalar_like(b, xv, 1e-12));
   tt_val r = tt_div(b, tt_mul(b, g, tt_sub(b, xv, tv)), den);
   if (w) r = tt_mul(b, r, tt_b_broadcast_to(b, nn_opt_tensor(c, 3, acc), x->ndim, x->sizes));
   tt_lc_output(c, tt_b_convert(b, r, x->dtype));
@@ -365,7 +365,7 @@ static tt_error *huber_like(tt_lower_ctx *c, bool smooth) {
                       "values for delta.");
   if (smooth && delta == 0) return tt_lc_decline(c, "beta == 0");
   TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
-  tt_val z = tt_b_unary(b, "abs", tt_sub(b, x, t));
+  tt_val z = tt_b_un(b, TT_OP_ABS, tt_sub(b, x, t));
   tt_val dl = tt_scalar_like(b, z, delta), half = tt_scalar_like(b, z, 0.5);
   tt_val small = tt_b_compare(b, "LT", z, tt_b_broadcast_to(b, dl, nd, dims));
   tt_val quad = tt_mul(b, tt_mul(b, half, z), z);
@@ -437,8 +437,8 @@ static tt_error *lower_soft_margin_loss(tt_lower_ctx *c) {
   int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
   TT_TRY(check_reduction(c, reduction));
   TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
-  tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, tt_mul(b, tt_b_unary(b, "negate", x), t), dt)), dt);
-  tt_lc_output(c, reduce_loss(b, rd(b, tt_b_unary(b, "log_plus_one", z), dt), reduction, dt));
+  tt_val z = rd(b, tt_b_un(b, TT_OP_EXPONENTIAL, rd(b, tt_mul(b, tt_b_un(b, TT_OP_NEGATE, x), t), dt)), dt);
+  tt_lc_output(c, reduce_loss(b, rd(b, tt_b_un(b, TT_OP_LOG1P, z), dt), reduction, dt));
   return NULL;
 }
 
@@ -461,7 +461,7 @@ static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
   int64_t n = 1;
   for (int i = 0; i < nd; i++) n *= dims[i];
   double norm = reduction == RED_MEAN ? 1.0 / (double)n : 1.0;
-  tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, tt_mul(b, tt_b_unary(b, "negate", t), x), dt)), dt);
+  tt_val z = rd(b, tt_b_un(b, TT_OP_EXPONENTIAL, rd(b, tt_mul(b, tt_b_un(b, TT_OP_NEGATE, t), x), dt)), dt);
   /* CPU: mul_out(gi, target, z).mul_(-norm); z.add_(1); gi.div_(z).mul_(grad) */
   tt_val a = rd(b, tt_mul(b, t, z), dt);
   a = rd(b, tt_mul(b, a, tt_scalar_like(b, a, acc == TT_F64 ? -norm : (double)(float)-norm)), dt);
@@ -522,7 +522,7 @@ static tt_error *mm_prepare(tt_lower_ctx *c, int si, mm_setup *m) {
                                           &one, 1, "add"), 2, d1);
   tt_val margin = tt_lc_scalar(c, si + 3, m->dt);
   m->z = tt_add(b, tt_sub(b, tt_b_broadcast_to(b, margin, 2, d1), xy), m->x);
-  m->active = tt_b_binary(b, "and", tt_b_compare(b, "GT", m->z, zero), tt_b_unary(b, "not", m->onehot));
+  m->active = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "GT", m->z, zero), tt_b_un(b, TT_OP_NOT, m->onehot));
   m->wy = TT_INVALID;
   if (w) {
     tt_val wv = tt_b_convert(b, tt_lc_tensor(c, si + 4), m->dt);
@@ -569,7 +569,7 @@ static tt_error *lower_multi_margin_loss_backward(tt_lower_ctx *c) {
   if (m.wy != TT_INVALID) h = tt_mul(b, h, m.wy);
   h = tt_b_select(b, m.active, h, tt_full_like(b, m.z, 0));
   int64_t one = 1, d1[2] = {m.N, 1}, d2[2] = {m.N, m.C};
-  tt_val gt = tt_b_unary(b, "negate", tt_b_reshape(b, nn_rsum(b, h, &one, 1), 2, d1));
+  tt_val gt = tt_b_un(b, TT_OP_NEGATE, tt_b_reshape(b, nn_rsum(b, h, &one, 1), 2, d1));
   tt_val gi = tt_b_select(b, m.onehot, tt_b_broadcast_to(b, gt, 2, d2), h);
   tt_val go = tt_b_convert(b, tt_lc_tensor(c, 0), m.dt);
   go = per_row ? tt_b_broadcast_to(b, tt_b_reshape(b, go, 2, d1), 2, d2) : tt_b_broadcast_to(b, go, 2, d2);
@@ -609,7 +609,7 @@ static tt_error *lower_multilabel_margin_loss_forward(tt_lower_ctx *c) {
   tt_val kk = tt_b_iota(b, is3, 2);
   tt_val tj = tt_b_broadcast_in_dim(b, tv, 3, d3, (int64_t[]){0, 1});
   tt_val lj = tt_b_broadcast_in_dim(b, listed, 3, d3, (int64_t[]){0, 1});
-  tt_val hit = tt_b_binary(b, "and", tt_b_compare(b, "EQ", tj, kk), lj);
+  tt_val hit = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "EQ", tj, kk), lj);
   tt_val is_t = tt_b_reduce(b, hit, tt_b_constant(b, TT_BOOL, 0), &one, 1, "or"); /* [N, k] */
   tt_shape f3 = tt_shape_make(dt, 3, d3);
   tt_val xk = tt_b_broadcast_in_dim(b, xv, 3, d3, (int64_t[]){0, 2});
@@ -617,7 +617,7 @@ static tt_error *lower_multilabel_margin_loss_forward(tt_lower_ctx *c) {
                           "add"); /* [N, j]: x at class t_j (0 where not listed) */
   tt_val z = tt_add(b, tt_sub(b, tt_b_full(b, f3, 1), tt_b_broadcast_in_dim(b, xj, 3, d3, (int64_t[]){0, 1})), xk);
   tt_val isk = tt_b_broadcast_in_dim(b, is_t, 3, d3, (int64_t[]){0, 2});
-  tt_val use = tt_b_binary(b, "and", tt_b_binary(b, "and", lj, tt_b_unary(b, "not", isk)),
+  tt_val use = tt_b_bin(b, TT_OP_AND, tt_b_bin(b, TT_OP_AND, lj, tt_b_un(b, TT_OP_NOT, isk)),
                            tt_b_compare(b, "GT", z, tt_b_full(b, f3, 0)));
   z = tt_b_select(b, use, z, tt_b_full(b, f3, 0));
   int64_t jk[2] = {1, 2};

@@ -19,7 +19,7 @@
  * stats in training mode. */
 /* -(a * b) */
 static tt_val nn_negate_mul(tt_builder *b, tt_val x, tt_val y) {
-  return tt_b_unary(b, "negate", tt_mul(b, x, y));
+  return tt_b_un(b, TT_OP_NEGATE, tt_mul(b, x, y));
 }
 
 static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int train_arg) {
@@ -80,11 +80,11 @@ static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int tr
     mean = tt_div(b, nn_rsum(b, x, rdims, nr), tt_b_constant(b, acc, (double)n));
     tt_val d = tt_sub(b, x, tt_along(b, mean, nd, in->sizes, 1));
     var = tt_div(b, nn_rsum(b, tt_mul(b, d, d), rdims, nr), tt_b_constant(b, acc, (double)n));
-    invstd = tt_b_unary(b, "rsqrt", tt_add(b, var, tt_b_constant(b, acc, eps)));
+    invstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, var, tt_b_constant(b, acc, eps)));
   } else {
     mean = nn_opt_tensor(c, rm_arg, acc);
     tt_val v = nn_opt_tensor(c, rv_arg, acc);
-    invstd = tt_b_unary(b, "rsqrt", tt_add(b, v, tt_b_constant(b, acc, eps)));
+    invstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, v, tt_b_constant(b, acc, eps)));
   }
   /* y = x * alpha + beta with alpha = invstd * weight and beta = bias -
    * mean * alpha, the form (and rounding) of PyTorch's CPU kernel. */
@@ -153,7 +153,7 @@ static tt_error *lower_native_batch_norm_backward(tt_lower_ctx *c) {
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
   tt_val mean = nn_opt_tensor(c, mean_arg, acc);
   tt_val invstd = nn_opt_tensor(c, var_arg, acc);
-  if (!train) invstd = tt_b_unary(b, "rsqrt", tt_add(b, invstd, tt_b_constant(b, acc, eps)));
+  if (!train) invstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, invstd, tt_b_constant(b, acc, eps)));
   tt_val wv = w ? nn_opt_tensor(c, 2, acc) : tt_b_full(b, tt_shape_make(acc, 1, &C), 1.0);
   tt_val d = tt_sub(b, x, tt_along(b, mean, nd, in->sizes, 1));
   tt_val gsum = nn_rsum(b, g, rdims, nr);
@@ -234,7 +234,7 @@ static tt_error *lower_native_layer_norm(tt_lower_ctx *c) {
   tt_val mean = tt_div(b, nn_rsum(b, x, d1, 1), nconst);
   tt_val d = tt_sub(b, x, tt_along(b, mean, 2, mn, 0));
   tt_val var = tt_div(b, nn_rsum(b, tt_mul(b, d, d), d1, 1), nconst);
-  tt_val rstd = tt_b_unary(b, "rsqrt", tt_add(b, var, tt_b_constant(b, acc, eps)));
+  tt_val rstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, var, tt_b_constant(b, acc, eps)));
   tt_val y = tt_mul(b, d, tt_along(b, rstd, 2, mn, 0));
   if (w) y = tt_mul(b, y, tt_along(b, tt_b_reshape(b, nn_opt_tensor(c, 2, acc), 1, n1), 2, mn, 1));
   if (bi) y = tt_add(b, y, tt_along(b, tt_b_reshape(b, nn_opt_tensor(c, 3, acc), 1, n1), 2, mn, 1));
@@ -328,7 +328,7 @@ static tt_error *lower_native_group_norm(tt_lower_ctx *c) {
   tt_val mean = tt_div(b, nn_rsum(b, x, inner, 2), cnt);
   tt_val d = tt_sub(b, x, tt_b_broadcast_in_dim(b, mean, 4, s4, map_ng));
   tt_val var = tt_div(b, nn_rsum(b, tt_mul(b, d, d), inner, 2), cnt);
-  tt_val rstd = tt_b_unary(b, "rsqrt", tt_add(b, var, tt_b_constant(b, acc, eps)));
+  tt_val rstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, var, tt_b_constant(b, acc, eps)));
   tt_val y = tt_mul(b, d, tt_b_broadcast_in_dim(b, rstd, 4, s4, map_ng));
   if (w)
     y = tt_mul(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, nn_opt_tensor(c, 1, acc), 2, gd), 4, s4,
@@ -424,7 +424,7 @@ static tt_error *lower_weight_norm_interface(tt_lower_ctx *c) {
   tt_val vv = tt_lc_tensor(c, 0);
   tt_val gv = tt_b_reshape(b, tt_lc_tensor(c, 1), nd, kd);
   tt_val n2 = tt_b_reshape(b, nn_rsum(b, tt_mul(b, vv, vv), rd, nr), nd, kd);
-  tt_val norms = tt_b_unary(b, "sqrt", n2);
+  tt_val norms = tt_b_un(b, TT_OP_SQRT, n2);
   tt_val w = tt_mul(b, vv, tt_b_broadcast_to(b, tt_div(b, gv, norms), nd, v->sizes));
   tt_lc_output(c, w);
   const tt_tensor_ref *g = tt_lc_ref(c, 1);

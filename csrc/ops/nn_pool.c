@@ -70,15 +70,15 @@ static tt_error *adaptive_max(tt_lower_ctx *c, int k) {
       for (int64_t o = 0; o < O[a]; o++) vv[o] = st[a][o] + t[a] < en[a][o];
       tt_val va = tt_b_compare(b, "NE", tt_along(b, nn_const_vec_dt(b, TT_I64, NULL, vv, O[a]), nd, od, s0 + a),
                                tt_b_full(b, is, 0));
-      valid = a == 0 ? va : tt_b_binary(b, "and", valid, va);
+      valid = a == 0 ? va : tt_b_bin(b, TT_OP_AND, valid, va);
     }
     if (best == TT_INVALID) { /* offset 0 is inside every window */
       best = v;
       bidx = flat;
       continue;
     }
-    tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
-    upd = tt_b_binary(b, "and", upd, valid);
+    tt_val upd = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
+    upd = tt_b_bin(b, TT_OP_AND, upd, valid);
     best = tt_b_select(b, upd, v, best);
     bidx = tt_b_select(b, upd, flat, bidx);
   }

@@ -200,15 +200,15 @@ static tt_error *max_pool(tt_lower_ctx *c, int nsp) {
       li[2 + i] = st[2 + i] + (pp.out[i] - 1) * pp.s[i] + 1;
       sd[2 + i] = pp.s[i];
       /* input position of this tap along dim i */
-      tt_val pos = tt_b_binary(b, "add", tt_b_binary(b, "multiply", io[i], tt_b_full(b, is, (double)pp.s[i])),
+      tt_val pos = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, io[i], tt_b_full(b, is, (double)pp.s[i])),
                                tt_b_full(b, is, (double)off));
       flat = flat == TT_INVALID ? pos
-                                : tt_b_binary(b, "add", tt_b_binary(b, "multiply", flat, tt_b_full(b, is, (double)pp.in[i])),
+                                : tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, flat, tt_b_full(b, is, (double)pp.in[i])),
                                               pos);
       if (off < 0 || (pp.out[i] - 1) * pp.s[i] + off >= pp.in[i]) { /* may leave the input */
-        tt_val vi = tt_b_binary(b, "and", tt_b_compare(b, "GE", pos, tt_b_full(b, is, 0)),
+        tt_val vi = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "GE", pos, tt_b_full(b, is, 0)),
                                 tt_b_compare(b, "LT", pos, tt_b_full(b, is, (double)pp.in[i])));
-        valid = valid == TT_INVALID ? vi : tt_b_binary(b, "and", valid, vi);
+        valid = valid == TT_INVALID ? vi : tt_b_bin(b, TT_OP_AND, valid, vi);
       }
     }
     tt_val v = tt_b_slice(b, xp, st, li, sd);
@@ -218,11 +218,11 @@ static tt_error *max_pool(tt_lower_ctx *c, int nsp) {
       have = valid == TT_INVALID ? tt_b_full(b, bs, 1) : valid;
     } else {
       tt_val upd = tt_b_compare(b, "GT", v, best);
-      if (tt_dtype_is_floating(dt)) upd = tt_b_binary(b, "or", upd, tt_b_compare(b, "NE", v, v));
-      upd = tt_b_binary(b, "or", upd, tt_b_unary(b, "not", have));
+      if (tt_dtype_is_floating(dt)) upd = tt_b_bin(b, TT_OP_OR, upd, tt_b_compare(b, "NE", v, v));
+      upd = tt_b_bin(b, TT_OP_OR, upd, tt_b_un(b, TT_OP_NOT, have));
       if (valid != TT_INVALID) {
-        upd = tt_b_binary(b, "and", upd, valid);
-        have = tt_b_binary(b, "or", have, valid);
+        upd = tt_b_bin(b, TT_OP_AND, upd, valid);
+        have = tt_b_bin(b, TT_OP_OR, have, valid);
       } else {
         have = tt_b_full(b, bs, 1);
       }
@@ -275,7 +275,7 @@ static tt_val avg_divisor(tt_builder *b, const pool_params *pp, bool include_pad
       f[o] = (double)(include_pad ? full : e - st);
     }
     tt_val v = tt_along(b, const_vec(b, dt, f, pp->out[i]), nd, od, 2 + i);
-    r = r == TT_INVALID ? v : tt_b_binary(b, "multiply", r, v);
+    r = r == TT_INVALID ? v : tt_b_bin(b, TT_OP_MULTIPLY, r, v);
   }
   return r;
 }
@@ -330,7 +330,7 @@ static tt_error *avg_pool(tt_lower_ctx *c, int nsp) {
     od[2 + i] = pp.out[i];
   }
   tt_val sum = tt_b_slice(b, window_sum(b, x, win, st, lo, hi), z, od, NULL);
-  tt_val r = tt_b_binary(b, "divide", sum, avg_divisor(b, &pp, inc, div, acc, od));
+  tt_val r = tt_b_bin(b, TT_OP_DIVIDE, sum, avg_divisor(b, &pp, inc, div, acc, od));
   tt_lc_output(c, tt_b_convert(b, unbatched(b, r, xr, pp.out, nsp), dt));
   return NULL;
 }
@@ -353,7 +353,7 @@ static tt_error *avg_pool_backward(tt_lower_ctx *c, int nsp) {
   tt_dtype acc = tt_opmath(dt);
   tt_val g = batched(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), nsp);
   tt_shape gs = tt_b_shape(b, g);
-  g = tt_b_binary(b, "divide", g, avg_divisor(b, &pp, inc, div, acc, gs.dims));
+  g = tt_b_bin(b, TT_OP_DIVIDE, g, avg_divisor(b, &pp, inc, div, acc, gs.dims));
   /* full[j] = sum over (o, t) with o*s + t == j, j in [0, (O-1)*s + k) */
   int64_t lo[TT_MAX_DIMS] = {0}, in[TT_MAX_DIMS] = {0}, win[TT_MAX_DIMS] = {1, 1},
           one[TT_MAX_DIMS] = {1, 1, 1, 1, 1}, z[TT_MAX_DIMS] = {0};

@@ -374,10 +374,10 @@ static tt_error *median_impl(tt_lower_ctx *c, bool ignore_nan) {
   tt_val pos = tt_b_full(b, rs, (double)((n - 1) / 2));
   if (tt_dtype_is_floating(r->dtype)) {
     tt_val cnt = nan_count(b, x, dim);
-    tt_val left = tt_b_binary(b, "subtract", tt_b_full(b, rs, (double)n), cnt);
+    tt_val left = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, rs, (double)n), cnt);
     if (ignore_nan) {
       /* (n - nan - 1) / 2, truncating like C (all NaN -> position 0) */
-      pos = tt_b_binary(b, "divide", tt_b_binary(b, "subtract", left, tt_b_full(b, rs, 1)),
+      pos = tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_SUBTRACT, left, tt_b_full(b, rs, 1)),
                         tt_b_full(b, rs, 2));
     } else {
       pos = tt_b_select(b, tt_b_compare(b, "GT", cnt, tt_b_full(b, rs, 0)), left, pos);
@@ -401,7 +401,7 @@ static tt_val scan_max_i64(tt_builder *b, tt_val x, int dim) {
     int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0};
     lo[dim] = sh;
     tt_val prev = tt_b_pad(b, tt_slice_dim(b, x, dim, 0, n - sh), tt_b_constant_int(b, TT_I64, 0), lo, hi, NULL);
-    x = tt_b_binary(b, "maximum", x, prev);
+    x = tt_b_bin(b, TT_OP_MAXIMUM, x, prev);
   }
   return x;
 }
@@ -441,7 +441,7 @@ static tt_error *lower_mode(tt_lower_ctx *c) {
     tt_val iota = tt_b_iota(b, is, dim);
     tt_val zeros = tt_b_full(b, is, 0);
     tt_val run_start = scan_max_i64(b, tt_b_select(b, start, iota, zeros), dim);
-    tt_val len = tt_b_binary(b, "add", tt_b_binary(b, "subtract", iota, run_start), tt_b_full(b, is, 1));
+    tt_val len = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_SUBTRACT, iota, run_start), tt_b_full(b, is, 1));
     tt_val freq = tt_b_select(b, end, len, zeros);
     tt_val fv;
     arg_reduce(b, freq, dim, true, &fv, &pos);

@@ -101,7 +101,7 @@ static tt_error *cum_extreme(tt_lower_ctx *c, bool is_max) {
     tt_val pick = tt_b_compare(b, is_max ? "GE" : "LE", v, pv);
     if (fl) {
       tt_val vn = tt_b_compare(b, "NE", v, v), pn = tt_b_compare(b, "NE", pv, pv);
-      pick = tt_b_binary(b, "or", vn, tt_b_binary(b, "and", tt_b_unary(b, "not", pn), pick));
+      pick = tt_b_bin(b, TT_OP_OR, vn, tt_b_bin(b, TT_OP_AND, tt_b_un(b, TT_OP_NOT, pn), pick));
     }
     v = tt_b_select(b, pick, v, pv);
     idx = tt_b_select(b, pick, idx, pi);
@@ -122,13 +122,13 @@ static tt_error *lower_cummin(tt_lower_ctx *c) { return cum_extreme(c, false); }
  * log1p(exp(min - max)) + max, or x where min == max is infinite. */
 static tt_val log_add_exp_cpu(tt_builder *b, tt_val x, tt_val y) {
   tt_val ynan = tt_b_compare(b, "NE", y, y);
-  tt_val mn = tt_b_select(b, ynan, y, tt_b_binary(b, "minimum", x, y));
-  tt_val mx = tt_b_select(b, ynan, y, tt_b_binary(b, "maximum", x, y));
-  tt_val v = tt_b_binary(b, "add", tt_b_unary(b, "log_plus_one",
-                                              tt_b_unary(b, "exponential", tt_b_binary(b, "subtract", mn, mx))),
+  tt_val mn = tt_b_select(b, ynan, y, tt_b_bin(b, TT_OP_MINIMUM, x, y));
+  tt_val mx = tt_b_select(b, ynan, y, tt_b_bin(b, TT_OP_MAXIMUM, x, y));
+  tt_val v = tt_b_bin(b, TT_OP_ADD, tt_b_un(b, TT_OP_LOG1P,
+                                              tt_b_un(b, TT_OP_EXPONENTIAL, tt_b_bin(b, TT_OP_SUBTRACT, mn, mx))),
                          mx);
-  tt_val same_inf = tt_b_binary(b, "and", tt_b_compare(b, "EQ", mn, mx),
-                                tt_b_compare(b, "EQ", tt_b_unary(b, "abs", mn), tt_full_like(b, mn, INFINITY)));
+  tt_val same_inf = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "EQ", mn, mx),
+                                tt_b_compare(b, "EQ", tt_b_un(b, TT_OP_ABS, mn), tt_full_like(b, mn, INFINITY)));
   return tt_b_select(b, same_inf, x, v);
 }
 
@@ -160,14 +160,14 @@ static tt_error *lower_logcumsumexp(tt_lower_ctx *c) {
     int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0};
     lo[dim] = sh;
     tt_val a = tt_b_pad(b, tt_slice_dim(b, x, (int)dim, 0, n - sh), tt_b_constant(b, acc, -INFINITY), lo, hi, NULL);
-    tt_val mn = tt_b_binary(b, "minimum", a, x), mx = tt_b_binary(b, "maximum", a, x);
-    tt_val v = tt_b_binary(b, "add", tt_b_unary(b, "log_plus_one",
-                                                tt_b_unary(b, "exponential", tt_b_binary(b, "subtract", mn, mx))),
+    tt_val mn = tt_b_bin(b, TT_OP_MINIMUM, a, x), mx = tt_b_bin(b, TT_OP_MAXIMUM, a, x);
+    tt_val v = tt_b_bin(b, TT_OP_ADD, tt_b_un(b, TT_OP_LOG1P,
+                                                tt_b_un(b, TT_OP_EXPONENTIAL, tt_b_bin(b, TT_OP_SUBTRACT, mn, mx))),
                            mx);
-    tt_val same_inf = tt_b_binary(b, "and", tt_b_compare(b, "EQ", mn, mx),
-                                  tt_b_compare(b, "EQ", tt_b_unary(b, "abs", mn), tt_full_like(b, mn, INFINITY)));
+    tt_val same_inf = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "EQ", mn, mx),
+                                  tt_b_compare(b, "EQ", tt_b_un(b, TT_OP_ABS, mn), tt_full_like(b, mn, INFINITY)));
     v = tt_b_select(b, same_inf, a, v);
-    tt_val nan = tt_b_binary(b, "or", tt_b_compare(b, "NE", a, a), tt_b_compare(b, "NE", x, x));
+    tt_val nan = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "NE", a, a), tt_b_compare(b, "NE", x, x));
     x = tt_b_select(b, nan, tt_full_like(b, x, NAN), v);
   }
   tt_lc_output(c, tt_b_convert(b, x, r->dtype));

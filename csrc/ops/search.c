@@ -80,12 +80,12 @@ static tt_error *bsearch_impl(tt_lower_ctx *c, int seq_arg, int val_arg, int sid
   tt_val one = tt_b_full(b, is, 1), two = tt_b_full(b, is, 2), last = tt_b_full(b, is, (double)(m - 1));
   for (int64_t w = m; w > 0; w >>= 1) {
     tt_val active = tt_b_compare(b, "LT", st, en);
-    tt_val mid = tt_b_binary(b, "add", st, tt_b_binary(b, "divide", tt_b_binary(b, "subtract", en, st), two));
-    tt_val mv = take_rows(b, bd, tt_b_binary(b, "minimum", mid, last));
+    tt_val mid = tt_b_bin(b, TT_OP_ADD, st, tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_SUBTRACT, en, st), two));
+    tt_val mv = take_rows(b, bd, tt_b_bin(b, TT_OP_MINIMUM, mid, last));
     tt_val hit = tt_b_compare(b, right ? "GT" : "GE", mv, vv);
-    tt_val go = tt_b_binary(b, "and", active, tt_b_unary(b, "not", hit));
-    tt_val stop = tt_b_binary(b, "and", active, hit);
-    st = tt_b_select(b, go, tt_b_binary(b, "add", mid, one), st);
+    tt_val go = tt_b_bin(b, TT_OP_AND, active, tt_b_un(b, TT_OP_NOT, hit));
+    tt_val stop = tt_b_bin(b, TT_OP_AND, active, hit);
+    st = tt_b_select(b, go, tt_b_bin(b, TT_OP_ADD, mid, one), st);
     en = tt_b_select(b, stop, mid, en);
   }
   tt_val out = tt_b_reshape(b, st, vnd, vdims);
@@ -138,7 +138,7 @@ static tt_error *lower_isin(tt_lower_ctx *c) {
   tt_val eq = tt_b_compare(b, "EQ", tt_b_broadcast_in_dim(b, ev, 2, d2, &m0),
                            tt_b_broadcast_in_dim(b, tv, 2, d2, &m1));
   tt_val any = tt_b_reduce(b, eq, tt_b_constant(b, TT_BOOL, 0), &m1, 1, "or");
-  if (invert) any = tt_b_unary(b, "not", any);
+  if (invert) any = tt_b_un(b, TT_OP_NOT, any);
   tt_lc_output(c, tt_b_reshape(b, any, e->ndim, e->sizes));
   return NULL;
 }

@@ -12,14 +12,14 @@
 /* sinc: x == 0 ? 1 : sin(pi x) / (pi x) */
 static tt_val f_sinc(tt_builder *b, tt_val x) {
   tt_val px = tt_mul(b, tt_full_like(b, x, M_PI), x);
-  return uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, 0)), tt_full_like(b, x, 1), tt_div(b, uc_un(b, "sine", px), px));
+  return uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, 0)), tt_full_like(b, x, 1), tt_div(b, uc_un(b, TT_OP_SINE, px), px));
 }
 static tt_val f_deg2rad(tt_builder *b, tt_val x) { return tt_mul(b, x, tt_full_like(b, x, M_PI / 180.0)); }
 static tt_val f_rad2deg(tt_builder *b, tt_val x) { return tt_mul(b, x, tt_full_like(b, x, 180.0 / M_PI)); }
 static tt_val f_lgamma(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_LGAMMA, x); }
 /* is x a non-positive integer (a pole of the gamma function)? */
 static tt_val gamma_pole(tt_builder *b, tt_val x) {
-  return tt_b_binary(b, "and", uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), uc_cmp(b, "EQ", uc_un(b, "floor", x), x));
+  return tt_b_bin(b, TT_OP_AND, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), uc_cmp(b, "EQ", uc_un(b, TT_OP_FLOOR, x), x));
 }
 /* digamma: +-0 -> -+inf, negative integers -> NaN, like PyTorch's calc_digamma */
 static tt_val f_digamma(tt_builder *b, tt_val x) {
@@ -33,7 +33,7 @@ static tt_val f_digamma(tt_builder *b, tt_val x) {
 static tt_val f_special_entr(tt_builder *b, tt_val x) {
   tt_val zero = tt_full_like(b, x, 0);
   tt_val r = uc_sel(b, uc_cmp(b, "EQ", x, zero), zero, tt_full_like(b, x, -INFINITY));
-  r = uc_sel(b, uc_cmp(b, "GT", x, zero), uc_un(b, "negate", tt_mul(b, x, uc_un(b, "log", x))), r);
+  r = uc_sel(b, uc_cmp(b, "GT", x, zero), uc_un(b, TT_OP_NEGATE, tt_mul(b, x, uc_un(b, TT_OP_LOG, x))), r);
   return uc_sel(b, uc_cmp(b, "NE", x, x), x, r);
 }
 /* angle of a real number: NaN stays, x < 0 -> pi, else 0 */
@@ -117,15 +117,15 @@ static tt_val bessel_scaled(tt_builder *b, tt_val ax, int order) {
   tt_val lo = chebyshev(b, y_lo, A, na);
   if (order) lo = tt_mul(b, lo, ax);
   tt_val y_hi = tt_sub(b, tt_div(b, tt_full_like(b, ax, 32), ax), tt_full_like(b, ax, 2));
-  tt_val hi = tt_div(b, chebyshev(b, y_hi, B, nb), uc_un(b, "sqrt", ax));
+  tt_val hi = tt_div(b, chebyshev(b, y_hi, B, nb), uc_un(b, TT_OP_SQRT, ax));
   return uc_sel(b, uc_cmp(b, "LE", ax, tt_full_like(b, ax, 8)), lo, hi);
 }
 
 static tt_val bessel(tt_builder *b, tt_val x, int order, bool scaled) {
-  tt_val ax = uc_un(b, "abs", x);
+  tt_val ax = uc_un(b, TT_OP_ABS, x);
   tt_val r = bessel_scaled(b, ax, order);
-  if (!scaled) r = tt_mul(b, order ? uc_un(b, "exponential", ax) : uc_un(b, "exponential", ax), r);
-  if (order) r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, "negate", r), r);
+  if (!scaled) r = tt_mul(b, order ? uc_un(b, TT_OP_EXPONENTIAL, ax) : uc_un(b, TT_OP_EXPONENTIAL, ax), r);
+  if (order) r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_NEGATE, r), r);
   return r;
 }
 static tt_val f_i0(tt_builder *b, tt_val x) { return bessel(b, x, 0, false); }
@@ -137,13 +137,13 @@ static tt_val f_special_i1e(tt_builder *b, tt_val x) { return bessel(b, x, 1, tr
  * below 8 and e^|x| (0.5 (b - p)) / sqrt|x| above. (modified_bessel_i0 is
  * i0 exactly, also on CPU.) */
 static tt_val f_special_modified_bessel_i1(tt_builder *b, tt_val x) {
-  tt_val ax = uc_un(b, "abs", x), e = uc_un(b, "exponential", ax);
+  tt_val ax = uc_un(b, TT_OP_ABS, x), e = uc_un(b, TT_OP_EXPONENTIAL, ax);
   tt_val y_lo = tt_sub(b, tt_div(b, ax, tt_full_like(b, ax, 2)), tt_full_like(b, ax, 2));
   tt_val lo = tt_mul(b, tt_mul(b, chebyshev(b, y_lo, I1E_A, 29), ax), e);
   tt_val y_hi = tt_sub(b, tt_div(b, tt_full_like(b, ax, 32), ax), tt_full_like(b, ax, 2));
-  tt_val hi = tt_div(b, tt_mul(b, e, chebyshev(b, y_hi, I1E_B, 25)), uc_un(b, "sqrt", ax));
+  tt_val hi = tt_div(b, tt_mul(b, e, chebyshev(b, y_hi, I1E_B, 25)), uc_un(b, TT_OP_SQRT, ax));
   tt_val r = uc_sel(b, uc_cmp(b, "LE", ax, tt_full_like(b, ax, 8)), lo, hi);
-  return uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, "negate", r), r);
+  return uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_NEGATE, r), r);
 }
 /* Modified Bessel functions of the second kind K0, K1 (and e^x K): Cephes'
  * Chebyshev expansions in x^2 - 2 on (0, 2] (with the log(x/2) I term) and
@@ -178,7 +178,7 @@ static const double K1_B[] = {
     2.72062619048444266945e+00};
 
 static tt_val bessel_k(tt_builder *b, tt_val x, int order, bool scaled) {
-  tt_val lx = uc_un(b, "log", tt_mul(b, tt_full_like(b, x, 0.5), x));
+  tt_val lx = uc_un(b, TT_OP_LOG, tt_mul(b, tt_full_like(b, x, 0.5), x));
   tt_val ylo = tt_sub(b, tt_mul(b, x, x), tt_full_like(b, x, 2));
   tt_val lo;
   if (order == 0) {
@@ -190,10 +190,10 @@ static tt_val bessel_k(tt_builder *b, tt_val x, int order, bool scaled) {
   tt_val yhi = tt_sub(b, tt_div(b, tt_full_like(b, x, 8), x), tt_full_like(b, x, 2));
   tt_val hi = chebyshev(b, yhi, order ? K1_B : K0_B, 25);
   if (scaled) {
-    lo = tt_mul(b, lo, uc_un(b, "exponential", x));
-    hi = tt_div(b, hi, uc_un(b, "sqrt", x));
+    lo = tt_mul(b, lo, uc_un(b, TT_OP_EXPONENTIAL, x));
+    hi = tt_div(b, hi, uc_un(b, TT_OP_SQRT, x));
   } else {
-    hi = tt_div(b, tt_mul(b, uc_un(b, "exponential", uc_un(b, "negate", x)), hi), uc_un(b, "sqrt", x));
+    hi = tt_div(b, tt_mul(b, uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, x)), hi), uc_un(b, TT_OP_SQRT, x));
   }
   tt_val r = uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 2)), lo, hi);
   r = uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, 0)), tt_full_like(b, x, INFINITY), r);
@@ -235,21 +235,21 @@ static tt_error *lower_frexp(tt_lower_ctx *c) {
   is.dtype = dt == TT_F64 ? TT_I64 : dt == TT_F32 ? TT_I32 : TT_I16;
 #define IK(v) tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, (v)), is.ndim, is.dims)
   tt_val bits = tt_b_bitcast(b, x, is);
-  tt_val e = tt_b_binary(b, "and", tt_b_binary(b, "shift_right_logical", bits, IK(mbits)), IK(emask));
-  tt_val m = tt_b_binary(b, "and", bits, IK(mmask));
-  tt_val sign = tt_b_binary(b, "and", bits, IK(INT64_MIN >> (64 - width)));
+  tt_val e = tt_b_bin(b, TT_OP_AND, tt_b_bin(b, TT_OP_SHIFT_RIGHT_LOGICAL, bits, IK(mbits)), IK(emask));
+  tt_val m = tt_b_bin(b, TT_OP_AND, bits, IK(mmask));
+  tt_val sign = tt_b_bin(b, TT_OP_AND, bits, IK(INT64_MIN >> (64 - width)));
   /* normal: exponent e - bias, mantissa bits m */
   tt_val ex_n = tt_sub(b, e, IK(bias));
   /* subnormal: leading one of m at p = width - 1 - clz(m) */
-  tt_val p = tt_sub(b, IK(width - 1), uc_un(b, "count_leading_zeros", m));
+  tt_val p = tt_sub(b, IK(width - 1), uc_un(b, TT_OP_CLZ, m));
   tt_val ex_s = tt_sub(b, tt_add(b, p, IK(1)), IK(bias + mbits));
-  tt_val m_s = tt_b_binary(b, "and", tt_b_binary(b, "shift_left", m, tt_sub(b, IK(mbits), p)), IK(mmask));
+  tt_val m_s = tt_b_bin(b, TT_OP_AND, tt_b_bin(b, TT_OP_SHIFT_LEFT, m, tt_sub(b, IK(mbits), p)), IK(mmask));
   tt_val is_sub = uc_cmp(b, "EQ", e, IK(0));
-  tt_val mant_bits = tt_b_binary(b, "or", tt_b_binary(b, "or", sign, IK(bias << mbits)),
+  tt_val mant_bits = tt_b_bin(b, TT_OP_OR, tt_b_bin(b, TT_OP_OR, sign, IK(bias << mbits)),
                                  uc_sel(b, is_sub, m_s, m));
   tt_val ex = uc_sel(b, is_sub, ex_s, ex_n);
-  tt_val special = tt_b_binary(b, "or", uc_cmp(b, "EQ", e, IK(emask)),
-                               tt_b_binary(b, "and", is_sub, uc_cmp(b, "EQ", m, IK(0))));
+  tt_val special = tt_b_bin(b, TT_OP_OR, uc_cmp(b, "EQ", e, IK(emask)),
+                               tt_b_bin(b, TT_OP_AND, is_sub, uc_cmp(b, "EQ", m, IK(0))));
 #undef IK
   tt_lc_output(c, uc_sel(b, special, x, tt_b_bitcast(b, mant_bits, tt_b_shape(b, x))));
   tt_lc_output(c, tt_b_convert(b, uc_sel(b, special, tt_b_full(b, is, 0), ex), TT_I32));
@@ -261,8 +261,8 @@ static tt_error *lower_frexp(tt_lower_ctx *c) {
 static tt_val f_trigamma(tt_builder *b, tt_val x0) {
   tt_val one = tt_full_like(b, x0, 1);
   tt_val refl = uc_cmp(b, "LT", x0, tt_full_like(b, x0, 0.5));
-  tt_val sp = uc_un(b, "sine", tt_mul(b, tt_full_like(b, x0, M_PI), x0));
-  tt_val result = uc_sel(b, refl, uc_un(b, "negate", tt_div(b, tt_full_like(b, x0, M_PI * M_PI), tt_mul(b, sp, sp))),
+  tt_val sp = uc_un(b, TT_OP_SINE, tt_mul(b, tt_full_like(b, x0, M_PI), x0));
+  tt_val result = uc_sel(b, refl, uc_un(b, TT_OP_NEGATE, tt_div(b, tt_full_like(b, x0, M_PI * M_PI), tt_mul(b, sp, sp))),
                       tt_full_like(b, x0, 0));
   tt_val x = uc_sel(b, refl, tt_sub(b, one, x0), x0);
   for (int i = 0; i < 6; i++) {
@@ -274,7 +274,7 @@ static tt_val f_trigamma(tt_builder *b, tt_val x0) {
                                                                    tt_mul(b, ixx, tt_full_like(b, x, 1.0 / 42))))));
   tt_val series = tt_div(b, tt_add(b, tt_add(b, one, tt_div(b, one, tt_mul(b, tt_full_like(b, x, 2), x))), poly), x);
   result = tt_add(b, result, series);
-  return uc_sel(b, refl, uc_un(b, "negate", result), result);
+  return uc_sel(b, refl, uc_un(b, TT_OP_NEGATE, result), result);
 }
 
 /* ndtri (inverse of the standard normal CDF): the Cephes rational
@@ -325,16 +325,16 @@ static tt_val f_special_ndtri(tt_builder *b, tt_val y0) {
                                         horner(b, y2, NDTRI_Q0, 8))));
   xc = tt_mul(b, xc, tt_full_like(b, y0, 2.50662827463100050242E0));
   /* tails */
-  tt_val x = uc_un(b, "sqrt", tt_mul(b, tt_full_like(b, y, -2), uc_un(b, "log", y)));
-  tt_val x0 = tt_sub(b, x, tt_div(b, uc_un(b, "log", x), x));
+  tt_val x = uc_un(b, TT_OP_SQRT, tt_mul(b, tt_full_like(b, y, -2), uc_un(b, TT_OP_LOG, y)));
+  tt_val x0 = tt_sub(b, x, tt_div(b, uc_un(b, TT_OP_LOG, x), x));
   tt_val z = tt_div(b, one, x);
   tt_val r1 = tt_div(b, horner(b, z, NDTRI_P1, 8), horner(b, z, NDTRI_Q1, 8));
   tt_val r2 = tt_div(b, horner(b, z, NDTRI_P2, 8), horner(b, z, NDTRI_Q2, 8));
   tt_val x1 = tt_mul(b, z, uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 8)), r1, r2));
   tt_val xt = tt_sub(b, x0, x1);
-  xt = uc_sel(b, flip, xt, uc_un(b, "negate", xt));
+  xt = uc_sel(b, flip, xt, uc_un(b, TT_OP_NEGATE, xt));
   tt_val r = uc_sel(b, uc_cmp(b, "GT", y, tt_full_like(b, y, e2)), xc, xt);
-  r = uc_sel(b, tt_b_binary(b, "or", uc_cmp(b, "LT", y0, zero), uc_cmp(b, "GT", y0, one)), tt_full_like(b, y0, NAN), r);
+  r = uc_sel(b, tt_b_bin(b, TT_OP_OR, uc_cmp(b, "LT", y0, zero), uc_cmp(b, "GT", y0, one)), tt_full_like(b, y0, NAN), r);
   r = uc_sel(b, uc_cmp(b, "EQ", y0, one), tt_full_like(b, y0, INFINITY), r);
   return uc_sel(b, uc_cmp(b, "EQ", y0, zero), tt_full_like(b, y0, -INFINITY), r);
 }
@@ -349,8 +349,8 @@ FLOAT_UNARY(special_ndtri)
  * (float32: a relative error of x^2 eps, 5e-6 at x = -9.4, past the float32
  * tolerance): x^2 is rounded to dt the same way. */
 static tt_val erfcx64(tt_builder *b, tt_val x, tt_dtype dt) {
-  tt_val ax = uc_un(b, "abs", x), one = tt_full_like(b, x, 1);
-  tt_val small = tt_mul(b, uc_un(b, "exponential", tt_mul(b, ax, ax)), uc_chlo(b, TT_OP_CHLO_ERFC, ax));
+  tt_val ax = uc_un(b, TT_OP_ABS, x), one = tt_full_like(b, x, 1);
+  tt_val small = tt_mul(b, uc_un(b, TT_OP_EXPONENTIAL, tt_mul(b, ax, ax)), uc_chlo(b, TT_OP_CHLO_ERFC, ax));
   tt_val big = uc_sel(b, uc_cmp(b, "GT", ax, tt_full_like(b, x, 10)), ax, tt_full_like(b, x, 10)); /* keeps the unused lane finite */
   tt_val inv2x2 = tt_div(b, one, tt_mul(b, tt_full_like(b, x, 2), tt_mul(b, big, big)));
   tt_val sum = one, term = one;
@@ -361,7 +361,7 @@ static tt_val erfcx64(tt_builder *b, tt_val x, tt_dtype dt) {
   tt_val asym = tt_div(b, sum, tt_mul(b, big, tt_full_like(b, x, sqrt(M_PI))));
   tt_val pos = uc_sel(b, uc_cmp(b, "GT", ax, tt_full_like(b, x, 10)), asym, small);
   tt_val x2 = tt_b_convert(b, tt_b_convert(b, tt_mul(b, x, x), dt), TT_F64);
-  tt_val neg = tt_sub(b, tt_mul(b, tt_full_like(b, x, 2), uc_un(b, "exponential", x2)), pos);
+  tt_val neg = tt_sub(b, tt_mul(b, tt_full_like(b, x, 2), uc_un(b, TT_OP_EXPONENTIAL, x2)), pos);
   tt_val r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), neg, pos);
   r = uc_sel(b, uc_cmp(b, "EQ", ax, tt_full_like(b, x, INFINITY)), uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)),
                                                                    tt_full_like(b, x, INFINITY), tt_full_like(b, x, 0)), r);
@@ -371,8 +371,8 @@ static tt_val erfcx64(tt_builder *b, tt_val x, tt_dtype dt) {
  * log(erfcx(-x/sqrt2)/2) - x^2/2 below (no underflow), in float64. */
 static tt_val log_ndtr64(tt_builder *b, tt_val x) { /* x float64 */
   tt_val t = tt_mul(b, x, tt_full_like(b, x, M_SQRT1_2));
-  tt_val hi = uc_un(b, "log_plus_one", tt_mul(b, tt_full_like(b, x, -0.5), uc_chlo(b, TT_OP_CHLO_ERFC, t)));
-  tt_val lo = tt_sub(b, uc_un(b, "log", tt_mul(b, tt_full_like(b, x, 0.5), erfcx64(b, uc_un(b, "negate", t), TT_F64))),
+  tt_val hi = uc_un(b, TT_OP_LOG1P, tt_mul(b, tt_full_like(b, x, -0.5), uc_chlo(b, TT_OP_CHLO_ERFC, t)));
+  tt_val lo = tt_sub(b, uc_un(b, TT_OP_LOG, tt_mul(b, tt_full_like(b, x, 0.5), erfcx64(b, uc_un(b, TT_OP_NEGATE, t), TT_F64))),
                      tt_mul(b, t, t));
   tt_val r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, -1)), lo, hi);
   return uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, -INFINITY)), tt_full_like(b, x, -INFINITY), r);
@@ -438,7 +438,7 @@ static tt_error *lower_logit(tt_lower_ctx *c) {
    * dtype: for float16/bfloat16 each step rounds (only log runs in float). */
   tt_val one_minus = tt_b_convert(b, tt_b_convert(b, tt_sub(b, tt_full_like(b, x, 1), x), out), cm);
   tt_val q = tt_b_convert(b, tt_b_convert(b, tt_div(b, x, one_minus), out), cm);
-  tt_val r = uc_un(b, "log", q);
+  tt_val r = uc_un(b, TT_OP_LOG, q);
   tt_lc_output(c, tt_b_convert(b, r, out));
   return NULL;
 }
@@ -459,7 +459,7 @@ static tt_error *lower_logit_backward(tt_lower_ctx *c) {
     lo = tt_full_like(b, x, 0);
     hi = tt_full_like(b, x, 1);
   }
-  tt_val outside = tt_b_binary(b, "or", uc_cmp(b, "LT", x, lo), uc_cmp(b, "GT", x, hi));
+  tt_val outside = tt_b_bin(b, TT_OP_OR, uc_cmp(b, "LT", x, lo), uc_cmp(b, "GT", x, hi));
   return OUT(uc_sel(b, outside, tt_full_like(b, x, eps >= 0 ? 0.0 : NAN), r));
 }
 

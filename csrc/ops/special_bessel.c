@@ -79,11 +79,11 @@ static tt_val bessel_far(tt_builder *b, tt_val x, int order, bool second_kind) {
   tt_val q = tt_div(b, polevl(b, w, order ? J1_QP : J0_QP, 8), polevl(b, w, order ? J1_QQ : J0_QQ, 7));
   tt_val xn = tt_sub(b, x, tt_full_like(b, x, order ? 2.356194490192344928846982537459627163
                                             : 0.785398163397448309615660845819875721));
-  tt_val s = uc_un(b, "sine", xn), co = uc_un(b, "cosine", xn);
+  tt_val s = uc_un(b, TT_OP_SINE, xn), co = uc_un(b, TT_OP_COSINE, xn);
   tt_val fq = tt_mul(b, tt_div(b, tt_full_like(b, x, 5), x), q);
   tt_val v = second_kind ? tt_add(b, tt_mul(b, p, s), tt_mul(b, fq, co))
                          : tt_sub(b, tt_mul(b, p, co), tt_mul(b, fq, s));
-  return tt_div(b, tt_mul(b, v, tt_full_like(b, x, SQ2OPI)), uc_un(b, "sqrt", x));
+  return tt_div(b, tt_mul(b, v, tt_full_like(b, x, SQ2OPI)), uc_un(b, TT_OP_SQRT, x));
 }
 
 static tt_val j0_of_abs(tt_builder *b, tt_val x) {
@@ -96,7 +96,7 @@ static tt_val j0_of_abs(tt_builder *b, tt_val x) {
   near = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 1e-5)), tiny, near);
   return uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 5)), near, bessel_far(b, x, 0, false));
 }
-static tt_val f_special_bessel_j0(tt_builder *b, tt_val x) { return j0_of_abs(b, uc_un(b, "abs", x)); }
+static tt_val f_special_bessel_j0(tt_builder *b, tt_val x) { return j0_of_abs(b, uc_un(b, TT_OP_ABS, x)); }
 
 static tt_val j1_of_abs(tt_builder *b, tt_val x) {
   tt_val z = tt_mul(b, x, x);
@@ -107,8 +107,8 @@ static tt_val j1_of_abs(tt_builder *b, tt_val x) {
 }
 /* j1 is odd: j1(x) = -j1(-x) */
 static tt_val f_special_bessel_j1(tt_builder *b, tt_val x) {
-  tt_val r = j1_of_abs(b, uc_un(b, "abs", x));
-  return uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, "negate", r), r);
+  tt_val r = j1_of_abs(b, uc_un(b, TT_OP_ABS, x));
+  return uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_NEGATE, r), r);
 }
 
 /* y0, y1: -inf at 0, NaN below */
@@ -119,12 +119,12 @@ static tt_val y_edges(tt_builder *b, tt_val x, tt_val r) {
 static tt_val f_special_bessel_y0(tt_builder *b, tt_val x) {
   tt_val z = tt_mul(b, x, x);
   tt_val near = tt_add(b, tt_div(b, polevl(b, z, Y0_YP, 8), polevl(b, z, Y0_YQ, 7)),
-                       tt_mul(b, tt_mul(b, tt_full_like(b, x, TWOOPI), uc_un(b, "log", x)), j0_of_abs(b, x)));
+                       tt_mul(b, tt_mul(b, tt_full_like(b, x, TWOOPI), uc_un(b, TT_OP_LOG, x)), j0_of_abs(b, x)));
   return y_edges(b, x, uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 5)), near, bessel_far(b, x, 0, true)));
 }
 static tt_val f_special_bessel_y1(tt_builder *b, tt_val x) {
   tt_val z = tt_mul(b, x, x);
-  tt_val jl = tt_sub(b, tt_mul(b, j1_of_abs(b, x), uc_un(b, "log", x)), tt_div(b, tt_full_like(b, x, 1), x));
+  tt_val jl = tt_sub(b, tt_mul(b, j1_of_abs(b, x), uc_un(b, TT_OP_LOG, x)), tt_div(b, tt_full_like(b, x, 1), x));
   tt_val near = tt_add(b, tt_mul(b, x, tt_div(b, polevl(b, z, Y1_YP, 6), polevl(b, z, Y1_YQ, 8))),
                        tt_mul(b, tt_full_like(b, x, TWOOPI), jl));
   return y_edges(b, x, uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 5)), near, bessel_far(b, x, 1, true)));
@@ -138,9 +138,9 @@ static tt_val f_special_spherical_bessel_j0(tt_builder *b, tt_val x) {
   tt_val t = tt_full_like(b, x, T[5]);
   for (int i = 4; i >= 0; i--) t = tt_add(b, tt_full_like(b, x, T[i]), tt_mul(b, z, t));
   tt_val small = tt_add(b, tt_full_like(b, x, 1), tt_mul(b, z, t));
-  tt_val r = uc_sel(b, uc_cmp(b, "LT", uc_un(b, "abs", x), tt_full_like(b, x, 0.5)), small,
-                    tt_div(b, uc_un(b, "sine", x), x));
-  return uc_sel(b, uc_cmp(b, "EQ", uc_un(b, "abs", x), tt_full_like(b, x, INFINITY)), tt_full_like(b, x, 0), r);
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, 0.5)), small,
+                    tt_div(b, uc_un(b, TT_OP_SINE, x), x));
+  return uc_sel(b, uc_cmp(b, "EQ", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, INFINITY)), tt_full_like(b, x, 0), r);
 }
 
 FLOAT_UNARY(special_bessel_j0)

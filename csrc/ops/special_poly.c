@@ -60,7 +60,7 @@ static tt_val recurrence(tt_builder *b, poly_kind kind, tt_val x, tt_val ni, tt_
   tt_shape xs = tt_b_shape(b, x), ns = tt_b_shape(b, ni);
   int64_t all[TT_MAX_DIMS];
   for (int i = 0; i < xs.ndim; i++) all[i] = i;
-  tt_val m = tt_b_binary(b, "subtract", tt_reduce_max(b, ni, all, xs.ndim), tt_b_constant(b, TT_I64, 1));
+  tt_val m = tt_b_bin(b, TT_OP_SUBTRACT, tt_reduce_max(b, ni, all, xs.ndim), tt_b_constant(b, TT_I64, 1));
   tt_val init[6] = {tt_b_constant(b, TT_I64, 1), p0, q0, x, ni, m}, v[6], res[6];
   if (!tt_b_while_begin(b, init, 6, v)) return TT_INVALID;
   if (!tt_b_while_body(b, tt_b_compare(b, "LE", v[0], v[5]), v)) return TT_INVALID;
@@ -80,7 +80,7 @@ static tt_val recurrence(tt_builder *b, poly_kind kind, tt_val x, tt_val ni, tt_
 #define SUB(x, y) tt_sub(b, (x), (y))
 #define MUL(x, y) tt_mul(b, (x), (y))
 #define DIV(x, y) tt_div(b, (x), (y))
-#define UN(op, x) tt_b_unary(b, op, (x))
+#define UN(op, x) tt_b_un(b, op, (x))
 
 static tt_error *lower_poly(tt_lower_ctx *c, poly_kind kind) {
   tt_builder *b = tt_lc_builder(c);
@@ -96,7 +96,7 @@ static tt_error *lower_poly(tt_lower_ctx *c, poly_kind kind) {
   tt_val nf = tt_b_convert(b, ni, dt);
   tt_shape is = tt_b_shape(b, ni);
   tt_val zero_i = tt_b_full(b, is, 0), one_i = tt_b_full(b, is, 1);
-  tt_val even = CMP("EQ", tt_b_binary(b, "remainder", ni, tt_b_full(b, is, 2)), zero_i);
+  tt_val even = CMP("EQ", tt_b_bin(b, TT_OP_REMAINDER, ni, tt_b_full(b, is, 2)), zero_i);
   tt_val one = tt_full_like(b, x, 1);
   bool shifted = kind >= SCHEB_T && kind <= SCHEB_W;
   tt_val y = shifted ? SUB(ADD(x, x), one) : x; /* the Chebyshev argument */
@@ -112,50 +112,50 @@ static tt_error *lower_poly(tt_lower_ctx *c, poly_kind kind) {
   r = SEL(CMP("EQ", ni, one_i), q0, r);
   r = SEL(CMP("EQ", ni, zero_i), one, r);
   tt_val n1 = ADD(nf, one), n21 = ADD(ADD(nf, nf), one);
-  tt_val pm1 = SEL(even, one, tt_full_like(b, x, -1)), pm_n1 = SEL(even, n1, UN("negate", n1)),
-         pm_n21 = SEL(even, n21, UN("negate", n21));
+  tt_val pm1 = SEL(even, one, tt_full_like(b, x, -1)), pm_n1 = SEL(even, n1, UN(TT_OP_NEGATE, n1)),
+         pm_n21 = SEL(even, n21, UN(TT_OP_NEGATE, n21));
   tt_val pos = CMP("GT", x, tt_full_like(b, x, 0));
   if (kind <= SCHEB_W) { /* the closed forms for large n with |y| < 1 */
     int64_t lim = kind == CHEB_T || (shifted && kind != SCHEB_W) ? 6 : kind == SCHEB_W ? 4 : 8;
     tt_val ac = uc_chlo(b, TT_OP_CHLO_ACOS, y);
     tt_val closed;
     switch (kind) {
-      case CHEB_T: case SCHEB_T: closed = UN("cosine", MUL(nf, ac)); break;
+      case CHEB_T: case SCHEB_T: closed = UN(TT_OP_COSINE, MUL(nf, ac)); break;
       case CHEB_U: case SCHEB_U: {
-        tt_val s = UN("sine", ac);
-        closed = SEL(CMP("NE", s, tt_full_like(b, x, 0)), DIV(UN("sine", MUL(n1, ac)), s),
-                     DIV(MUL(n1, UN("cosine", MUL(n1, ac))), y));
+        tt_val s = UN(TT_OP_SINE, ac);
+        closed = SEL(CMP("NE", s, tt_full_like(b, x, 0)), DIV(UN(TT_OP_SINE, MUL(n1, ac)), s),
+                     DIV(MUL(n1, UN(TT_OP_COSINE, MUL(n1, ac))), y));
         break;
       }
       case CHEB_V: case SCHEB_V: {
         tt_val h = DIV(ac, tt_full_like(b, x, 2));
-        closed = SEL(CMP("NE", UN("sine", h), one), DIV(UN("cosine", MUL(ADD(nf, tt_full_like(b, x, 0.5)), ac)), UN("cosine", h)),
+        closed = SEL(CMP("NE", UN(TT_OP_SINE, h), one), DIV(UN(TT_OP_COSINE, MUL(ADD(nf, tt_full_like(b, x, 0.5)), ac)), UN(TT_OP_COSINE, h)),
                      pm_n21);
         break;
       }
       default: { /* W */
         tt_val h = DIV(ac, tt_full_like(b, x, 2));
         tt_val edge = kind == CHEB_W ? SEL(pos, n21, pm1) : pm1;
-        closed = SEL(CMP("NE", UN("cosine", h), one), DIV(UN("sine", MUL(ADD(nf, tt_full_like(b, x, 0.5)), ac)), UN("sine", h)),
+        closed = SEL(CMP("NE", UN(TT_OP_COSINE, h), one), DIV(UN(TT_OP_SINE, MUL(ADD(nf, tt_full_like(b, x, 0.5)), ac)), UN(TT_OP_SINE, h)),
                      edge);
         break;
       }
     }
-    tt_val use = tt_b_binary(b, "and", CMP("GT", ni, tt_b_full(b, is, (double)lim)),
-                             CMP("LT", UN("abs", y), one));
+    tt_val use = tt_b_bin(b, TT_OP_AND, CMP("GT", ni, tt_b_full(b, is, (double)lim)),
+                             CMP("LT", UN(TT_OP_ABS, y), one));
     r = SEL(use, closed, r);
   }
   switch (kind) { /* values at the ends of the interval */
     case CHEB_T: case LEGENDRE: {
-      tt_val v = SEL(tt_b_binary(b, "or", pos, even), one, tt_full_like(b, x, -1));
-      r = SEL(CMP("EQ", UN("abs", x), one), v, r);
+      tt_val v = SEL(tt_b_bin(b, TT_OP_OR, pos, even), one, tt_full_like(b, x, -1));
+      r = SEL(CMP("EQ", UN(TT_OP_ABS, x), one), v, r);
       break;
     }
     case CHEB_U:
-      r = SEL(CMP("EQ", UN("abs", x), one), SEL(tt_b_binary(b, "or", pos, even), n1, UN("negate", n1)), r);
+      r = SEL(CMP("EQ", UN(TT_OP_ABS, x), one), SEL(tt_b_bin(b, TT_OP_OR, pos, even), n1, UN(TT_OP_NEGATE, n1)), r);
       break;
-    case CHEB_V: r = SEL(CMP("EQ", UN("abs", x), one), SEL(pos, one, pm_n21), r); break;
-    case CHEB_W: r = SEL(CMP("EQ", UN("abs", x), one), SEL(pos, n21, pm1), r); break;
+    case CHEB_V: r = SEL(CMP("EQ", UN(TT_OP_ABS, x), one), SEL(pos, one, pm_n21), r); break;
+    case CHEB_W: r = SEL(CMP("EQ", UN(TT_OP_ABS, x), one), SEL(pos, n21, pm1), r); break;
     case SCHEB_T: case SCHEB_U: case SCHEB_V: case SCHEB_W: {
       tt_val at1 = kind == SCHEB_T || kind == SCHEB_V ? one : kind == SCHEB_U ? n1 : n21;
       tt_val at0 = kind == SCHEB_T || kind == SCHEB_W ? pm1 : kind == SCHEB_U ? pm_n1 : pm_n21;
@@ -163,7 +163,7 @@ static tt_error *lower_poly(tt_lower_ctx *c, poly_kind kind) {
       r = SEL(CMP("EQ", x, one), at1, r);
       break;
     }
-    case LAGUERRE: r = SEL(CMP("EQ", UN("abs", x), tt_full_like(b, x, 0)), one, r); break;
+    case LAGUERRE: r = SEL(CMP("EQ", UN(TT_OP_ABS, x), tt_full_like(b, x, 0)), one, r); break;
     default: break;
   }
   r = SEL(CMP("LT", ni, zero_i), tt_full_like(b, x, 0), r);

@@ -26,7 +26,7 @@ static tt_val direct_terms(tt_builder *b, tt_val s0, tt_val q, tt_val negx, tt_v
   if (!tt_b_while_begin(b, init, 6, v)) return TT_INVALID;
   if (!tt_b_while_body(b, tt_b_compare(b, "LE", v[0], v[5]), v)) return TT_INVALID;
   tt_val k = tt_b_broadcast_in_dim(b, tt_b_convert(b, v[0], TT_F64), fs.ndim, fs.dims, NULL);
-  tt_val term = tt_b_binary(b, "power", tt_add(b, v[2], k), v[3]);
+  tt_val term = tt_b_bin(b, TT_OP_POWER, tt_add(b, v[2], k), v[3]);
   tt_val s = uc_sel(b, uc_cmp(b, "LE", k, v[4]), tt_add(b, v[1], term), v[1]);
   tt_val next[6] = {tt_add(b, v[0], tt_b_constant(b, TT_I64, 1)), s, v[2], v[3], v[4], v[5]};
   if (!tt_b_while_end(b, next, res)) return TT_INVALID;
@@ -45,22 +45,22 @@ static double em_denominator(int j) {
 /* zeta(x, q) elementwise; x and q float64 of one shape. */
 tt_val tt_hurwitz_zeta(tt_builder *b, tt_val x, tt_val q) {
   tt_val one = tt_full_like(b, x, 1), zero = tt_full_like(b, x, 0), nine = tt_full_like(b, x, 9);
-  tt_val negx = uc_un(b, "negate", x);
+  tt_val negx = uc_un(b, TT_OP_NEGATE, x);
   /* N = max(9, floor(9 - q) + 1); 9 where q is not finite or the value is
    * a special case (no loop needed) */
-  tt_val q_int = uc_cmp(b, "EQ", uc_un(b, "floor", q), q);
-  tt_val x_int = uc_cmp(b, "EQ", uc_un(b, "floor", x), x);
+  tt_val q_int = uc_cmp(b, "EQ", uc_un(b, TT_OP_FLOOR, q), q);
+  tt_val x_int = uc_cmp(b, "EQ", uc_un(b, TT_OP_FLOOR, x), x);
   tt_val nonpos = uc_cmp(b, "LE", q, zero);
-  tt_val pole = tt_b_binary(b, "and", nonpos, q_int);
-  tt_val nan_q = tt_b_binary(b, "and", nonpos, tt_b_unary(b, "not", x_int));
-  tt_val special = tt_b_binary(b, "or", tt_b_binary(b, "or", pole, nan_q),
-                               tt_b_unary(b, "not", uc_cmp(b, "LT", uc_un(b, "abs", q), tt_full_like(b, q, INFINITY))));
-  tt_val n = tt_add(b, uc_un(b, "floor", tt_sub(b, nine, q)), one);
-  n = uc_sel(b, tt_b_binary(b, "or", special, uc_cmp(b, "LT", n, nine)), nine, n);
-  tt_val s = direct_terms(b, tt_b_binary(b, "power", q, negx), q, negx, n);
+  tt_val pole = tt_b_bin(b, TT_OP_AND, nonpos, q_int);
+  tt_val nan_q = tt_b_bin(b, TT_OP_AND, nonpos, tt_b_un(b, TT_OP_NOT, x_int));
+  tt_val special = tt_b_bin(b, TT_OP_OR, tt_b_bin(b, TT_OP_OR, pole, nan_q),
+                               tt_b_un(b, TT_OP_NOT, uc_cmp(b, "LT", uc_un(b, TT_OP_ABS, q), tt_full_like(b, q, INFINITY))));
+  tt_val n = tt_add(b, uc_un(b, TT_OP_FLOOR, tt_sub(b, nine, q)), one);
+  n = uc_sel(b, tt_b_bin(b, TT_OP_OR, special, uc_cmp(b, "LT", n, nine)), nine, n);
+  tt_val s = direct_terms(b, tt_b_bin(b, TT_OP_POWER, q, negx), q, negx, n);
   /* Euler-Maclaurin tail at w = q + N, bw = w^-x (the last term summed) */
   tt_val w = tt_add(b, q, n);
-  tt_val bw = tt_b_binary(b, "power", w, negx);
+  tt_val bw = tt_b_bin(b, TT_OP_POWER, w, negx);
   s = tt_add(b, s, tt_div(b, tt_mul(b, bw, w), tt_sub(b, x, one)));
   s = tt_sub(b, s, tt_mul(b, tt_full_like(b, x, 0.5), bw));
   tt_val a = one, k = zero;

@@ -26,7 +26,7 @@ tt_val uc_S(tt_lower_ctx *c, int i, tt_val x) {
   return tt_b_broadcast_to(b, tt_lc_scalar(c, i, s.dtype), s.ndim, s.dims);
 }
 
-tt_val uc_un(tt_builder *b, const char *op, tt_val x) { return tt_b_unary(b, op, x); }
+tt_val uc_un(tt_builder *b, tt_op op, tt_val x) { return tt_b_un(b, op, x); }
 tt_val uc_chlo(tt_builder *b, tt_op op, tt_val x) {
   return tt_b_emit1(b, op, &x, 1, NULL, tt_b_shape(b, x));
 }
@@ -56,7 +56,7 @@ tt_error *uc_require_float(tt_lower_ctx *c, int i) {
 /* PyTorch: 1 / (1 + exp(-x)) */
 tt_val uc_sigmoid(tt_builder *b, tt_val x) {
   tt_val one = tt_full_like(b, x, 1);
-  return tt_div(b, one, tt_add(b, one, uc_un(b, "exponential", uc_un(b, "negate", x))));
+  return tt_div(b, one, tt_add(b, one, uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, x))));
 }
 
 /* Sign bit of floating x (true for -0.0 and negative NaNs). */

@@ -10,7 +10,7 @@ tt_dtype uc_float_result(tt_dtype dt);
 tt_val uc_read_as(tt_lower_ctx *c, int i, tt_dtype dt);
 tt_dtype uc_arg_dtype(const tt_lower_ctx *c, int i);
 tt_val uc_S(tt_lower_ctx *c, int i, tt_val x);
-tt_val uc_un(tt_builder *b, const char *op, tt_val x);
+tt_val uc_un(tt_builder *b, tt_op op, tt_val x);
 tt_val uc_chlo(tt_builder *b, tt_op op, tt_val x);
 tt_val uc_cmp(tt_builder *b, const char *dir, tt_val x, tt_val y);
 tt_val uc_sel(tt_builder *b, tt_val p, tt_val t, tt_val f);

@@ -382,26 +382,35 @@ tt_val tt_b_full(tt_builder *b, tt_shape shape, double value) {
 
 /* ------------------------------------------------------------- elementwise */
 
-tt_val tt_b_unary(tt_builder *b, const char *op, tt_val x) {
+tt_val tt_b_un(tt_builder *b, tt_op op, tt_val x) {
   if (!valid(b, x)) return TT_INVALID;
-  tt_op k = named_op(b, "stablehlo.", op);
-  if (k == TT_OP_COUNT) return TT_INVALID;
-  return tt_b_emit1(b, k, &x, 1, NULL, b->values[x].shape);
+  return tt_b_emit1(b, op, &x, 1, NULL, b->values[x].shape);
 }
 
-tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y) {
+tt_val tt_b_unary(tt_builder *b, const char *op, tt_val x) {
+  if (b->error) return TT_INVALID;
+  tt_op k = named_op(b, "stablehlo.", op);
+  return k == TT_OP_COUNT ? TT_INVALID : tt_b_un(b, k, x);
+}
+
+tt_val tt_b_bin(tt_builder *b, tt_op op, tt_val x, tt_val y) {
   if (!valid(b, x) || !valid(b, y)) return TT_INVALID;
   tt_shape sx = b->values[x].shape, sy = b->values[y].shape;
   if (!tt_shape_equal(&sx, &sy)) {
     char a[160], c[160];
     tt_shape_print(&sx, a, sizeof a);
     tt_shape_print(&sy, c, sizeof c);
-    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s operands differ: %s vs %s", op, a, c);
+    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s operands differ: %s vs %s",
+                     tt_op_get(op) ? tt_op_get(op)->name : "?", a, c);
   }
-  tt_op k = named_op(b, "stablehlo.", op);
-  if (k == TT_OP_COUNT) return TT_INVALID;
   tt_val ins[2] = {x, y};
-  return tt_b_emit1(b, k, ins, 2, NULL, sx);
+  return tt_b_emit1(b, op, ins, 2, NULL, sx);
+}
+
+tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y) {
+  if (b->error) return TT_INVALID;
+  tt_op k = named_op(b, "stablehlo.", op);
+  return k == TT_OP_COUNT ? TT_INVALID : tt_b_bin(b, k, x, y);
 }
 
 tt_val tt_b_compare(tt_builder *b, const char *direction, tt_val x, tt_val y) {

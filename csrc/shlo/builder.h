@@ -107,9 +107,13 @@ tt_val tt_b_constant(tt_builder *b, tt_dtype dt, double value);      /* 0-d */
 tt_val tt_b_constant_int(tt_builder *b, tt_dtype dt, int64_t value); /* exact for i64 */
 /* value broadcast to shape */
 tt_val tt_b_full(tt_builder *b, tt_shape shape, double value);
-/* op: the name after "stablehlo." ("exponential"), checked in the op table. */
+/* Elementwise op of the table on one value, or on two of the same shape. */
+tt_val tt_b_un(tt_builder *b, tt_op op, tt_val x);
+tt_val tt_b_bin(tt_builder *b, tt_op op, tt_val x, tt_val y);
+/* The same by the name after "stablehlo." ("exponential"), looked up in the
+ * op table (unknown: internal error); for callers outside the ops folder. */
 tt_val tt_b_unary(tt_builder *b, const char *op, tt_val x);
-tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y);  /* same shapes */
+tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y);
 /* direction: EQ NE LT LE GT GE; compare type chosen from the dtype. */
 tt_val tt_b_compare(tt_builder *b, const char *direction, tt_val x, tt_val y);
 tt_val tt_b_select(tt_builder *b, tt_val pred, tt_val on_true, tt_val on_false);
