@@ -17,7 +17,7 @@ static tt_error *lower_relu(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Boolean inputs not supported for relu");
   tt_builder *b = tt_lc_builder(c);
   tt_val x = uc_read_as(c, 0, dt);
-  tt_val zero = uc_K(b, x, 0);
+  tt_val zero = tt_full_like(b, x, 0);
   tt_lc_output(c, uc_sel(b, uc_cmp(b, "LT", x, zero), zero, x));
   return NULL;
 }
@@ -40,15 +40,15 @@ static tt_error *lower_gelu(tt_lower_ctx *c) {
   bool approx = gelu_tanh(c, 1, &err);
   if (err) return err;
   FLOAT_SELF(0);
-  tt_val half_x = uc_mul(b, uc_K(b, x, 0.5), x);
+  tt_val half_x = tt_mul(b, tt_full_like(b, x, 0.5), x);
   tt_val inner;
   if (approx) { /* 0.5x(1 + tanh(beta (x + kappa x^3))) */
-    tt_val cube = uc_mul(b, uc_mul(b, x, x), x);
-    inner = uc_un(b, "tanh", uc_mul(b, uc_K(b, x, GELU_BETA), uc_add(b, x, uc_mul(b, uc_K(b, x, GELU_KAPPA), cube))));
+    tt_val cube = tt_mul(b, tt_mul(b, x, x), x);
+    inner = uc_un(b, TT_OP_TANH, tt_mul(b, tt_full_like(b, x, GELU_BETA), tt_add(b, x, tt_mul(b, tt_full_like(b, x, GELU_KAPPA), cube))));
   } else { /* 0.5x(1 + erf(x / sqrt 2)) */
-    inner = uc_chlo(b, "chlo.erf", uc_mul(b, x, uc_K(b, x, M_SQRT1_2)));
+    inner = uc_chlo(b, TT_OP_CHLO_ERF, tt_mul(b, x, tt_full_like(b, x, M_SQRT1_2)));
   }
-  return OUT(uc_mul(b, half_x, uc_add(b, uc_K(b, x, 1), inner)));
+  return OUT(tt_mul(b, half_x, tt_add(b, tt_full_like(b, x, 1), inner)));
 }
 
 static tt_error *lower_gelu_backward(tt_lower_ctx *c) {
@@ -57,27 +57,27 @@ static tt_error *lower_gelu_backward(tt_lower_ctx *c) {
   if (err) return err;
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
   tt_val r;
   if (approx) {
-    tt_val x_sq = uc_mul(b, x, x);
-    tt_val x_cube = uc_mul(b, x_sq, x);
-    tt_val inner = uc_mul(b, uc_K(b, x, GELU_BETA), uc_add(b, x, uc_mul(b, uc_K(b, x, GELU_KAPPA), x_cube)));
-    tt_val t = uc_un(b, "tanh", inner);
-    tt_val left = uc_mul(b, uc_K(b, x, 0.5), x);
-    tt_val right = uc_add(b, uc_K(b, x, 1), t);
-    tt_val left_d = uc_mul(b, uc_K(b, x, 0.5), right);
-    tt_val tanh_d = uc_sub(b, uc_K(b, x, 1), uc_mul(b, t, t));
-    tt_val inner_d = uc_mul(b, uc_K(b, x, GELU_BETA),
-                         uc_add(b, uc_K(b, x, 1), uc_mul(b, uc_K(b, x, 3 * GELU_KAPPA), x_sq)));
-    tt_val right_d = uc_mul(b, uc_mul(b, left, tanh_d), inner_d);
-    r = uc_mul(b, g, uc_add(b, left_d, right_d));
+    tt_val x_sq = tt_mul(b, x, x);
+    tt_val x_cube = tt_mul(b, x_sq, x);
+    tt_val inner = tt_mul(b, tt_full_like(b, x, GELU_BETA), tt_add(b, x, tt_mul(b, tt_full_like(b, x, GELU_KAPPA), x_cube)));
+    tt_val t = uc_un(b, TT_OP_TANH, inner);
+    tt_val left = tt_mul(b, tt_full_like(b, x, 0.5), x);
+    tt_val right = tt_add(b, tt_full_like(b, x, 1), t);
+    tt_val left_d = tt_mul(b, tt_full_like(b, x, 0.5), right);
+    tt_val tanh_d = tt_sub(b, tt_full_like(b, x, 1), tt_mul(b, t, t));
+    tt_val inner_d = tt_mul(b, tt_full_like(b, x, GELU_BETA),
+                         tt_add(b, tt_full_like(b, x, 1), tt_mul(b, tt_full_like(b, x, 3 * GELU_KAPPA), x_sq)));
+    tt_val right_d = tt_mul(b, tt_mul(b, left, tanh_d), inner_d);
+    r = tt_mul(b, g, tt_add(b, left_d, right_d));
   } else {
-    tt_val cdf = uc_mul(b, uc_K(b, x, 0.5),
-                     uc_add(b, uc_K(b, x, 1), uc_chlo(b, "chlo.erf", uc_mul(b, x, uc_K(b, x, M_SQRT1_2)))));
-    tt_val pdf = uc_mul(b, uc_un(b, "exponential", uc_mul(b, uc_K(b, x, -0.5), uc_mul(b, x, x))),
-                     uc_K(b, x, M_2_SQRTPI * M_SQRT1_2 * 0.5));
-    r = uc_mul(b, g, uc_add(b, cdf, uc_mul(b, x, pdf)));
+    tt_val cdf = tt_mul(b, tt_full_like(b, x, 0.5),
+                     tt_add(b, tt_full_like(b, x, 1), uc_chlo(b, TT_OP_CHLO_ERF, tt_mul(b, x, tt_full_like(b, x, M_SQRT1_2)))));
+    tt_val pdf = tt_mul(b, uc_un(b, TT_OP_EXPONENTIAL, tt_mul(b, tt_full_like(b, x, -0.5), tt_mul(b, x, x))),
+                     tt_full_like(b, x, M_2_SQRTPI * M_SQRT1_2 * 0.5));
+    r = tt_mul(b, g, tt_add(b, cdf, tt_mul(b, x, pdf)));
   }
   return OUT(r);
 }
@@ -85,29 +85,29 @@ static tt_error *lower_gelu_backward(tt_lower_ctx *c) {
 /* silu: x / (1 + exp(-x)) */
 static tt_error *lower_silu(tt_lower_ctx *c) {
   FLOAT_SELF(0);
-  return OUT(uc_dvd(b, x, uc_add(b, uc_K(b, x, 1), uc_un(b, "exponential", uc_un(b, "negate", x)))));
+  return OUT(tt_div(b, x, tt_add(b, tt_full_like(b, x, 1), uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, x)))));
 }
 
 /* mish: x * tanh(softplus(x)) */
 static tt_error *lower_mish(tt_lower_ctx *c) {
   FLOAT_SELF(0);
-  return OUT(uc_mul(b, x, uc_un(b, "tanh", uc_un(b, "log_plus_one", uc_un(b, "exponential", x)))));
+  return OUT(tt_mul(b, x, uc_un(b, TT_OP_TANH, uc_un(b, TT_OP_LOG1P, uc_un(b, TT_OP_EXPONENTIAL, x)))));
 }
 
 /* sigmoid_backward(grad, y): grad * (1 - y) * y */
 static tt_error *lower_sigmoid_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  return OUT(uc_mul(b, uc_mul(b, g, uc_sub(b, uc_K(b, x, 1), x)), x));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  return OUT(tt_mul(b, tt_mul(b, g, tt_sub(b, tt_full_like(b, x, 1), x)), x));
 }
 
 /* tanh_backward(grad, y): grad * (1 - y^2) */
 static tt_error *lower_tanh_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  return OUT(uc_mul(b, g, uc_sub(b, uc_K(b, x, 1), uc_mul(b, x, x))));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  return OUT(tt_mul(b, g, tt_sub(b, tt_full_like(b, x, 1), tt_mul(b, x, x))));
 }
 
 /* threshold_backward(grad, self, threshold): self <= threshold ? 0 : grad */
@@ -120,7 +120,7 @@ static tt_error *lower_threshold_backward(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_val g = tt_operand(c, 0, dt, nd, dims);
   tt_val x = tt_operand(c, 1, dt, nd, dims);
-  tt_lc_output(c, uc_sel(b, uc_cmp(b, "LE", x, uc_S(c, 2, x)), uc_K(b, g, 0), g));
+  tt_lc_output(c, uc_sel(b, uc_cmp(b, "LE", x, uc_S(c, 2, x)), tt_full_like(b, g, 0), g));
   return NULL;
 }
 
@@ -131,15 +131,15 @@ static tt_error *lower_hardtanh(tt_lower_ctx *c) {
   if (tt_dtype_is_integral(it)) {
     tt_builder *b = tt_lc_builder(c);
     tt_val x = uc_read_as(c, 0, it);
-    tt_val lo = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? uc_S(c, 1, x) : uc_K(b, x, -1);
-    tt_val hi = tt_lc_nargs(c) > 2 && !tt_lc_is_none(c, 2) ? uc_S(c, 2, x) : uc_K(b, x, 1);
+    tt_val lo = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? uc_S(c, 1, x) : tt_full_like(b, x, -1);
+    tt_val hi = tt_lc_nargs(c) > 2 && !tt_lc_is_none(c, 2) ? uc_S(c, 2, x) : tt_full_like(b, x, 1);
     tt_val r = uc_sel(b, uc_cmp(b, "LT", x, lo), lo, x);
     tt_lc_output(c, uc_sel(b, uc_cmp(b, "LT", hi, r), hi, r));
     return NULL;
   }
   FLOAT_SELF(0);
-  tt_val lo = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? uc_S(c, 1, x) : uc_K(b, x, -1);
-  tt_val hi = tt_lc_nargs(c) > 2 && !tt_lc_is_none(c, 2) ? uc_S(c, 2, x) : uc_K(b, x, 1);
+  tt_val lo = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? uc_S(c, 1, x) : tt_full_like(b, x, -1);
+  tt_val hi = tt_lc_nargs(c) > 2 && !tt_lc_is_none(c, 2) ? uc_S(c, 2, x) : tt_full_like(b, x, 1);
   tt_val r = uc_sel(b, uc_cmp(b, "LT", x, lo), lo, x);
   r = uc_sel(b, uc_cmp(b, "LT", hi, r), hi, r);
   return OUT(r);
@@ -149,39 +149,39 @@ static tt_error *lower_hardtanh(tt_lower_ctx *c) {
 static tt_error *lower_hardtanh_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  tt_val out = tt_b_binary(b, "or", uc_cmp(b, "LE", x, uc_S(c, 2, x)), uc_cmp(b, "GE", x, uc_S(c, 3, x)));
-  return OUT(uc_sel(b, out, uc_K(b, g, 0), g));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  tt_val out = tt_b_bin(b, TT_OP_OR, uc_cmp(b, "LE", x, uc_S(c, 2, x)), uc_cmp(b, "GE", x, uc_S(c, 3, x)));
+  return OUT(uc_sel(b, out, tt_full_like(b, g, 0), g));
 }
 
 /* leaky_relu(self, slope): x > 0 ? x : x * slope */
 static tt_error *lower_leaky_relu(tt_lower_ctx *c) {
   FLOAT_SELF(0);
-  tt_val slope = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? uc_S(c, 1, x) : uc_K(b, x, 0.01);
-  return OUT(uc_sel(b, uc_cmp(b, "GT", x, uc_K(b, x, 0)), x, uc_mul(b, x, slope)));
+  tt_val slope = tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1) ? uc_S(c, 1, x) : tt_full_like(b, x, 0.01);
+  return OUT(uc_sel(b, uc_cmp(b, "GT", x, tt_full_like(b, x, 0)), x, tt_mul(b, x, slope)));
 }
 
 /* leaky_relu_backward(grad, self, slope, self_is_result): self > 0 ? grad : grad * slope */
 static tt_error *lower_leaky_relu_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  return OUT(uc_sel(b, uc_cmp(b, "GT", x, uc_K(b, x, 0)), g, uc_mul(b, g, uc_S(c, 2, x))));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  return OUT(uc_sel(b, uc_cmp(b, "GT", x, tt_full_like(b, x, 0)), g, tt_mul(b, g, uc_S(c, 2, x))));
 }
 
 /* elu(self, alpha, scale, input_scale):
  * x <= 0 ? expm1(x * input_scale) * alpha * scale : x * scale */
 static tt_val scalar_or(tt_lower_ctx *c, int i, tt_val like, double dflt) {
   if (tt_lc_nargs(c) > i && !tt_lc_is_none(c, i)) return uc_S(c, i, like);
-  return uc_K(tt_lc_builder(c), like, dflt);
+  return tt_full_like(tt_lc_builder(c), like, dflt);
 }
 
 static tt_error *lower_elu(tt_lower_ctx *c) {
   FLOAT_SELF(0);
   tt_val alpha = scalar_or(c, 1, x, 1), scale = scalar_or(c, 2, x, 1);
   tt_val in_scale = scalar_or(c, 3, x, 1);
-  tt_val neg = uc_mul(b, uc_un(b, "exponential_minus_one", uc_mul(b, x, in_scale)), uc_mul(b, alpha, scale));
-  return OUT(uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 0)), neg, uc_mul(b, x, scale)));
+  tt_val neg = tt_mul(b, uc_un(b, TT_OP_EXPM1, tt_mul(b, x, in_scale)), tt_mul(b, alpha, scale));
+  return OUT(uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), neg, tt_mul(b, x, scale)));
 }
 
 /* elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result) */
@@ -189,23 +189,23 @@ static tt_error *lower_elu_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(5);
   bool is_result = tt_lc_bool(c, 4, false);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
   tt_val alpha = uc_S(c, 1, x), scale = uc_S(c, 2, x), in_scale = uc_S(c, 3, x);
-  tt_val negcoef = uc_mul(b, alpha, scale);
+  tt_val negcoef = tt_mul(b, alpha, scale);
   tt_val neg;
   if (is_result) /* g * input_scale * (y + negcoef) */
-    neg = uc_mul(b, uc_mul(b, g, in_scale), uc_add(b, x, negcoef));
+    neg = tt_mul(b, tt_mul(b, g, in_scale), tt_add(b, x, negcoef));
   else /* g * input_scale * negcoef * exp(x * input_scale) */
-    neg = uc_mul(b, uc_mul(b, uc_mul(b, g, in_scale), negcoef), uc_un(b, "exponential", uc_mul(b, x, in_scale)));
-  return OUT(uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 0)), neg, uc_mul(b, g, scale)));
+    neg = tt_mul(b, tt_mul(b, tt_mul(b, g, in_scale), negcoef), uc_un(b, TT_OP_EXPONENTIAL, tt_mul(b, x, in_scale)));
+  return OUT(uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), neg, tt_mul(b, g, scale)));
 }
 
 /* softplus(self, beta, threshold): x*beta > threshold ? x : log1p(exp(x*beta)) / beta */
 static tt_error *lower_softplus(tt_lower_ctx *c) {
   FLOAT_SELF(0);
   tt_val beta = scalar_or(c, 1, x, 1), thr = scalar_or(c, 2, x, 20);
-  tt_val xb = uc_mul(b, x, beta);
-  tt_val soft = uc_dvd(b, uc_un(b, "log_plus_one", uc_un(b, "exponential", xb)), beta);
+  tt_val xb = tt_mul(b, x, beta);
+  tt_val soft = tt_div(b, uc_un(b, TT_OP_LOG1P, uc_un(b, TT_OP_EXPONENTIAL, xb)), beta);
   return OUT(uc_sel(b, uc_cmp(b, "GT", xb, thr), x, soft));
 }
 
@@ -214,77 +214,77 @@ static tt_error *lower_softplus(tt_lower_ctx *c) {
 static tt_error *lower_softplus_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  tt_val xb = uc_mul(b, x, uc_S(c, 2, x));
-  tt_val z = uc_un(b, "exponential", xb);
-  tt_val soft = uc_dvd(b, uc_mul(b, g, z), uc_add(b, z, uc_K(b, x, 1)));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  tt_val xb = tt_mul(b, x, uc_S(c, 2, x));
+  tt_val z = uc_un(b, TT_OP_EXPONENTIAL, xb);
+  tt_val soft = tt_div(b, tt_mul(b, g, z), tt_add(b, z, tt_full_like(b, x, 1)));
   return OUT(uc_sel(b, uc_cmp(b, "GT", xb, uc_S(c, 3, x)), g, soft));
 }
 
 /* min(max(x + 3, 0), 6) with std::min/max NaN behaviour */
 static tt_val relu6_shift(tt_builder *b, tt_val x) {
-  tt_val y = uc_add(b, x, uc_K(b, x, 3));
-  tt_val zero = uc_K(b, x, 0), six = uc_K(b, x, 6);
+  tt_val y = tt_add(b, x, tt_full_like(b, x, 3));
+  tt_val zero = tt_full_like(b, x, 0), six = tt_full_like(b, x, 6);
   y = uc_sel(b, uc_cmp(b, "LT", y, zero), zero, y);
   return uc_sel(b, uc_cmp(b, "LT", six, y), six, y);
 }
 
 static tt_error *lower_hardsigmoid(tt_lower_ctx *c) {
   FLOAT_SELF(0);
-  return OUT(uc_dvd(b, relu6_shift(b, x), uc_K(b, x, 6)));
+  return OUT(tt_div(b, relu6_shift(b, x), tt_full_like(b, x, 6)));
 }
 
 /* (x > -3 && x < 3) ? grad * (1/6) : 0 */
 static tt_error *lower_hardsigmoid_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  tt_val in = tt_b_binary(b, "and", uc_cmp(b, "GT", x, uc_K(b, x, -3)), uc_cmp(b, "LT", x, uc_K(b, x, 3)));
-  return OUT(uc_sel(b, in, uc_mul(b, g, uc_K(b, x, 1.0f / 6.0f)), uc_K(b, x, 0)));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  tt_val in = tt_b_bin(b, TT_OP_AND, uc_cmp(b, "GT", x, tt_full_like(b, x, -3)), uc_cmp(b, "LT", x, tt_full_like(b, x, 3)));
+  return OUT(uc_sel(b, in, tt_mul(b, g, tt_full_like(b, x, 1.0f / 6.0f)), tt_full_like(b, x, 0)));
 }
 
 static tt_error *lower_hardswish(tt_lower_ctx *c) {
   FLOAT_SELF(0);
-  return OUT(uc_dvd(b, uc_mul(b, x, relu6_shift(b, x)), uc_K(b, x, 6)));
+  return OUT(tt_div(b, tt_mul(b, x, relu6_shift(b, x)), tt_full_like(b, x, 6)));
 }
 
 /* x <= -3 ? 0 : x < 3 ? grad * (x / 3 + 0.5) : grad */
 static tt_error *lower_hardswish_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  tt_val mid = uc_mul(b, g, uc_add(b, uc_dvd(b, x, uc_K(b, x, 3)), uc_K(b, x, 0.5)));
-  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 3)), mid, g);
-  return OUT(uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, -3)), uc_K(b, x, 0), r));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  tt_val mid = tt_mul(b, g, tt_add(b, tt_div(b, x, tt_full_like(b, x, 3)), tt_full_like(b, x, 0.5)));
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 3)), mid, g);
+  return OUT(uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, -3)), tt_full_like(b, x, 0), r));
 }
 
 /* silu_backward(grad, self): grad * s * (1 + x (1 - s)), s = 1 / (1 + exp(-x)) */
 static tt_error *lower_silu_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  tt_val s = uc_sigmoid(b, x), one = uc_K(b, x, 1);
-  return OUT(uc_mul(b, uc_mul(b, g, s), uc_add(b, one, uc_mul(b, x, uc_sub(b, one, s)))));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  tt_val s = uc_sigmoid(b, x), one = tt_full_like(b, x, 1);
+  return OUT(tt_mul(b, tt_mul(b, g, s), tt_add(b, one, tt_mul(b, x, tt_sub(b, one, s)))));
 }
 
 /* mish_backward(grad, self): t = tanh(softplus(x)); grad * (t + x s (1 - t^2)) */
 static tt_error *lower_mish_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  tt_val s = uc_sigmoid(b, x), one = uc_K(b, x, 1);
-  tt_val t = uc_un(b, "tanh", uc_un(b, "log_plus_one", uc_un(b, "exponential", x)));
-  return OUT(uc_mul(b, g, uc_add(b, t, uc_mul(b, uc_mul(b, x, s), uc_sub(b, one, uc_mul(b, t, t))))));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  tt_val s = uc_sigmoid(b, x), one = tt_full_like(b, x, 1);
+  tt_val t = uc_un(b, TT_OP_TANH, uc_un(b, TT_OP_LOG1P, uc_un(b, TT_OP_EXPONENTIAL, x)));
+  return OUT(tt_mul(b, g, tt_add(b, t, tt_mul(b, tt_mul(b, x, s), tt_sub(b, one, tt_mul(b, t, t))))));
 }
 
 /* log_sigmoid_forward(self) -> (min(x, 0) - log1p(exp(-|x|)), buffer). The
  * CPU kernel returns an empty buffer (and its backward ignores it). */
 static tt_error *lower_log_sigmoid_forward(tt_lower_ctx *c) {
   FLOAT_SELF(0);
-  tt_val zero = uc_K(b, x, 0);
+  tt_val zero = tt_full_like(b, x, 0);
   tt_val mn = uc_sel(b, uc_cmp(b, "LT", zero, x), zero, x); /* std::min(x, 0): NaN propagates */
-  tt_val z = uc_un(b, "exponential", uc_un(b, "negate", uc_un(b, "abs", x)));
-  tt_lc_output(c, tt_b_convert(b, uc_sub(b, mn, uc_un(b, "log_plus_one", z)), dt));
+  tt_val z = uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, uc_un(b, TT_OP_ABS, x)));
+  tt_lc_output(c, tt_b_convert(b, tt_sub(b, mn, uc_un(b, TT_OP_LOG1P, z)), dt));
   int64_t none[1] = {0};
   tt_lc_output(c, tt_b_full(b, tt_shape_make(dt, 1, none), 0));
   return NULL;
@@ -295,18 +295,18 @@ static tt_error *lower_log_sigmoid_forward(tt_lower_ctx *c) {
 static tt_error *lower_log_sigmoid_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  tt_val neg = uc_cmp(b, "LT", x, uc_K(b, x, 0));
-  tt_val max_deriv = uc_sel(b, neg, uc_K(b, x, 1), uc_K(b, x, 0));
-  tt_val sign = uc_sel(b, neg, uc_K(b, x, 1), uc_K(b, x, -1));
-  tt_val z = uc_un(b, "exponential", uc_un(b, "negate", uc_un(b, "abs", x)));
-  tt_val q = uc_dvd(b, z, uc_add(b, uc_K(b, x, 1), z));
-  return OUT(uc_mul(b, g, uc_sub(b, max_deriv, uc_mul(b, sign, q))));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  tt_val neg = uc_cmp(b, "LT", x, tt_full_like(b, x, 0));
+  tt_val max_deriv = uc_sel(b, neg, tt_full_like(b, x, 1), tt_full_like(b, x, 0));
+  tt_val sign = uc_sel(b, neg, tt_full_like(b, x, 1), tt_full_like(b, x, -1));
+  tt_val z = uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, uc_un(b, TT_OP_ABS, x)));
+  tt_val q = tt_div(b, z, tt_add(b, tt_full_like(b, x, 1), z));
+  return OUT(tt_mul(b, g, tt_sub(b, max_deriv, tt_mul(b, sign, q))));
 }
 
 /* -lambd <= x <= lambd (NaN: false) */
 static tt_val in_band(tt_builder *b, tt_val x, tt_val lambd) {
-  return tt_b_binary(b, "and", uc_cmp(b, "GE", x, uc_un(b, "negate", lambd)), uc_cmp(b, "LE", x, lambd));
+  return tt_b_bin(b, TT_OP_AND, uc_cmp(b, "GE", x, uc_un(b, TT_OP_NEGATE, lambd)), uc_cmp(b, "LE", x, lambd));
 }
 
 /* softshrink(self, lambd): x > l ? x - l : x < -l ? x + l : x * 0; NaN stays.
@@ -322,8 +322,8 @@ static tt_error *lower_softshrink(tt_lower_ctx *c) {
                         : dt == TT_BF16 ? "BFloat16" : "Double", l);
   }
   tt_val l = scalar_or(c, 1, x, 0.5);
-  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_un(b, "negate", l)), uc_add(b, x, l), uc_mul(b, x, uc_K(b, x, 0)));
-  r = uc_sel(b, uc_cmp(b, "GT", x, l), uc_sub(b, x, l), r);
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_un(b, TT_OP_NEGATE, l)), tt_add(b, x, l), tt_mul(b, x, tt_full_like(b, x, 0)));
+  r = uc_sel(b, uc_cmp(b, "GT", x, l), tt_sub(b, x, l), r);
   return OUT(uc_sel(b, uc_cmp(b, "NE", x, x), x, r));
 }
 
@@ -331,15 +331,15 @@ static tt_error *lower_softshrink(tt_lower_ctx *c) {
 static tt_error *lower_hardshrink(tt_lower_ctx *c) {
   FLOAT_SELF(0);
   tt_val l = scalar_or(c, 1, x, 0.5);
-  return OUT(uc_sel(b, in_band(b, x, l), uc_K(b, x, 0), x));
+  return OUT(uc_sel(b, in_band(b, x, l), tt_full_like(b, x, 0), x));
 }
 
 /* softshrink_backward / hardshrink_backward(grad, self, lambd): -l <= x <= l ? 0 : grad */
 static tt_error *lower_shrink_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
-  return OUT(uc_sel(b, in_band(b, x, uc_S(c, 2, x)), uc_K(b, x, 0), g));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
+  return OUT(uc_sel(b, in_band(b, x, uc_S(c, 2, x)), tt_full_like(b, x, 0), g));
 }
 
 /* threshold(self, threshold, value): x <= threshold ? value : x (all but bool) */
@@ -347,7 +347,7 @@ static tt_error *lower_threshold(tt_lower_ctx *c) {
   tt_dtype dt = uc_arg_dtype(c, 0);
   if (dt == TT_BOOL) return tt_lc_decline(c, "threshold of bool");
   tt_builder *b = tt_lc_builder(c);
-  tt_val x = uc_read_as(c, 0, uc_opmath(dt));
+  tt_val x = uc_read_as(c, 0, tt_opmath(dt));
   tt_val r = uc_sel(b, uc_cmp(b, "LE", x, uc_S(c, 1, x)), uc_S(c, 2, x), x);
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
@@ -361,13 +361,13 @@ static tt_error *lower_celu(tt_lower_ctx *c) {
   if (tt_lc_nargs(c) > 1 && !tt_lc_is_none(c, 1)) {
     tt_val a64 = tt_lc_scalar(c, 1, TT_F64);
     tt_shape s = tt_b_shape(b, x);
-    inv = tt_b_convert(b, uc_dvd(b, tt_b_constant(b, TT_F64, 1), a64), s.dtype);
+    inv = tt_b_convert(b, tt_div(b, tt_b_constant(b, TT_F64, 1), a64), s.dtype);
     inv = tt_b_broadcast_to(b, inv, s.ndim, s.dims);
   } else {
-    inv = uc_K(b, x, 1);
+    inv = tt_full_like(b, x, 1);
   }
-  tt_val neg = uc_mul(b, uc_un(b, "exponential_minus_one", uc_mul(b, x, inv)), alpha);
-  return OUT(uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 0)), neg, x));
+  tt_val neg = tt_mul(b, uc_un(b, TT_OP_EXPM1, tt_mul(b, x, inv)), alpha);
+  return OUT(uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), neg, x));
 }
 
 /* rrelu_with_noise(self, noise, lower, upper, training, generator): in eval
@@ -376,7 +376,7 @@ static tt_val rrelu_slope(tt_lower_ctx *c, int lower_arg, tt_val like) {
   tt_builder *b = tt_lc_builder(c);
   tt_shape s = tt_b_shape(b, like);
   tt_val lo = tt_lc_scalar(c, lower_arg, TT_F64), hi = tt_lc_scalar(c, lower_arg + 1, TT_F64);
-  tt_val sl = uc_mul(b, uc_add(b, lo, hi), tt_b_constant(b, TT_F64, 0.5));
+  tt_val sl = tt_mul(b, tt_add(b, lo, hi), tt_b_constant(b, TT_F64, 0.5));
   return tt_b_broadcast_to(b, tt_b_convert(b, sl, s.dtype), s.ndim, s.dims);
 }
 
@@ -403,28 +403,28 @@ static tt_error *rrelu_training(tt_lower_ctx *c) {
   int64_t two = 2;
   tt_shape outs[2] = {tt_shape_make(TT_U64, 1, &two), tt_shape_make(TT_U32, 1, &n)};
   tt_val res[2];
-  if (!tt_b_op_multi(b, "stablehlo.rng_bit_generator", &state, 1,
+  if (!tt_b_emit(b, TT_OP_RNG_BIT_GENERATOR, &state, 1,
                      "rng_algorithm = #stablehlo<rng_algorithm PHILOX>", NULL, outs, 2, res))
     return tt_b_take_error(b);
   tt_shape ws = tt_shape_make(TT_U32, 1, &n);
-  tt_val bits = tt_b_op(b, "stablehlo.shift_right_logical",
+  tt_val bits = tt_b_emit1(b, TT_OP_SHIFT_RIGHT_LOGICAL,
                         (tt_val[]){res[1], tt_b_broadcast_to(b, tt_b_constant_int(b, TT_U32, 8), 1, &n)}, 2,
                         NULL, ws);
-  tt_val u = tt_b_reshape(b, uc_mul(b, tt_b_convert(b, bits, xs.dtype), tt_b_full(b, tt_shape_make(xs.dtype, 1, &n), ldexp(1.0, -24))),
+  tt_val u = tt_b_reshape(b, tt_mul(b, tt_b_convert(b, bits, xs.dtype), tt_b_full(b, tt_shape_make(xs.dtype, 1, &n), ldexp(1.0, -24))),
                           xs.ndim, xs.dims);
   tt_val lo = tt_b_broadcast_to(b, tt_b_convert(b, tt_lc_scalar(c, 2, TT_F64), xs.dtype), xs.ndim, xs.dims);
   tt_val hi = tt_b_broadcast_to(b, tt_b_convert(b, tt_lc_scalar(c, 3, TT_F64), xs.dtype), xs.ndim, xs.dims);
-  tt_val slope = uc_add(b, lo, uc_mul(b, u, uc_sub(b, hi, lo)));
-  tt_val noise = uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 0)), slope, uc_K(b, x, 1));
+  tt_val slope = tt_add(b, lo, tt_mul(b, u, tt_sub(b, hi, lo)));
+  tt_val noise = uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), slope, tt_full_like(b, x, 1));
   tt_lc_write(c, 1, -1, tt_b_convert(b, noise, dt));
-  tt_lc_output(c, tt_b_convert(b, uc_mul(b, x, noise), dt));
+  tt_lc_output(c, tt_b_convert(b, tt_mul(b, x, noise), dt));
   return NULL;
 }
 
 static tt_error *lower_rrelu_with_noise(tt_lower_ctx *c) {
   if (tt_lc_bool(c, 4, false)) return rrelu_training(c);
   FLOAT_SELF(0);
-  tt_val r = tt_b_convert(b, uc_sel(b, uc_cmp(b, "GT", x, uc_K(b, x, 0)), x, uc_mul(b, x, rrelu_slope(c, 2, x))), dt);
+  tt_val r = tt_b_convert(b, uc_sel(b, uc_cmp(b, "GT", x, tt_full_like(b, x, 0)), x, tt_mul(b, x, rrelu_slope(c, 2, x))), dt);
   /* destinations in argument order: in place (self, noise), out= (noise, out);
    * noise is left untouched in eval mode */
   const char *name = tt_lc_op_name(c);
@@ -439,15 +439,15 @@ static tt_error *lower_rrelu_with_noise(tt_lower_ctx *c) {
 static tt_error *lower_rrelu_with_noise_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
   if (tt_lc_bool(c, 5, false)) { /* training: CPU multiplies by the sampled noise */
     double lo = tt_lc_scalar_value(c, 3), hi = tt_lc_scalar_value(c, 4);
     if (!(hi - lo > 1e-6)) return tt_lc_decline(c, "rrelu backward in training mode with lower == upper");
     const tt_tensor_ref *nr = tt_lc_ref(c, 2);
     if (!nr || !nr->storage || nr->ndim != tt_b_ndim(b, x)) return tt_lc_decline(c, "noise");
-    return OUT(uc_mul(b, g, uc_read_as(c, 2, uc_opmath(dt))));
+    return OUT(tt_mul(b, g, uc_read_as(c, 2, tt_opmath(dt))));
   }
-  return OUT(uc_sel(b, uc_cmp(b, "GT", x, uc_K(b, x, 0)), g, uc_mul(b, g, rrelu_slope(c, 3, x))));
+  return OUT(uc_sel(b, uc_cmp(b, "GT", x, tt_full_like(b, x, 0)), g, tt_mul(b, g, rrelu_slope(c, 3, x))));
 }
 
 /* glu(self, dim): a * sigmoid(b) over the two halves of dim. */
@@ -483,7 +483,7 @@ static tt_error *lower_glu(tt_lower_ctx *c) {
   FLOAT_SELF(0);
   tt_val lo, hi;
   halves(b, x, dim, &lo, &hi);
-  return OUT(uc_mul(b, lo, uc_sigmoid(b, hi)));
+  return OUT(tt_mul(b, lo, uc_sigmoid(b, hi)));
 }
 
 /* glu_backward(grad, self, dim): [grad * s, (1 - s) * s * grad * a] */
@@ -492,11 +492,11 @@ static tt_error *lower_glu_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   TT_TRY(glu_split(c, 1, 2, &dim));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
   tt_val lo, hi;
   halves(b, x, dim, &lo, &hi);
   tt_val s = uc_sigmoid(b, hi);
-  tt_val parts[2] = {uc_mul(b, s, g), uc_mul(b, uc_mul(b, uc_mul(b, uc_sub(b, uc_K(b, s, 1), s), s), g), lo)};
+  tt_val parts[2] = {tt_mul(b, s, g), tt_mul(b, tt_mul(b, tt_mul(b, tt_sub(b, tt_full_like(b, s, 1), s), s), g), lo)};
   return OUT(tt_b_concat(b, parts, 2, (int)dim));
 }
 
@@ -514,10 +514,10 @@ static tt_error *lower_prelu_kernel(tt_lower_ctx *c) {
   tt_dtype dt;
   TT_TRY(prelu_setup(c, args, 2, &dt, &nd, dims));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype cm = uc_opmath(dt);
+  tt_dtype cm = tt_opmath(dt);
   tt_val x = tt_b_convert(b, tt_operand(c, 0, dt, nd, dims), cm);
   tt_val w = tt_b_convert(b, tt_operand(c, 1, dt, nd, dims), cm);
-  return OUT(uc_sel(b, uc_cmp(b, "GT", x, uc_K(b, x, 0)), x, uc_mul(b, w, x)));
+  return OUT(uc_sel(b, uc_cmp(b, "GT", x, tt_full_like(b, x, 0)), x, tt_mul(b, w, x)));
 }
 
 /* _prelu_kernel_backward(grad, self, weight) ->
@@ -528,13 +528,13 @@ static tt_error *lower_prelu_kernel_backward(tt_lower_ctx *c) {
   tt_dtype dt;
   TT_TRY(prelu_setup(c, args, 3, &dt, &nd, dims));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype cm = uc_opmath(dt);
+  tt_dtype cm = tt_opmath(dt);
   tt_val g = tt_b_convert(b, tt_operand(c, 0, dt, nd, dims), cm);
   tt_val x = tt_b_convert(b, tt_operand(c, 1, dt, nd, dims), cm);
   tt_val w = tt_b_convert(b, tt_operand(c, 2, dt, nd, dims), cm);
-  tt_val pos = uc_cmp(b, "GT", x, uc_K(b, x, 0));
-  tt_lc_output(c, tt_b_convert(b, uc_sel(b, pos, g, uc_mul(b, w, g)), dt));
-  tt_lc_output(c, tt_b_convert(b, uc_sel(b, pos, uc_K(b, x, 0), uc_mul(b, x, g)), dt));
+  tt_val pos = uc_cmp(b, "GT", x, tt_full_like(b, x, 0));
+  tt_lc_output(c, tt_b_convert(b, uc_sel(b, pos, g, tt_mul(b, w, g)), dt));
+  tt_lc_output(c, tt_b_convert(b, uc_sel(b, pos, tt_full_like(b, x, 0), tt_mul(b, x, g)), dt));
   return NULL;
 }
 

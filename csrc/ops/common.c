@@ -2,7 +2,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -166,8 +165,7 @@ static tt_val extreme_constant(tt_builder *b, tt_dtype dt, bool highest) {
 
 tt_val tt_sum(tt_builder *b, tt_val x, const int64_t *dims, int n_dims) {
   tt_dtype dt = tt_b_dtype(b, x);
-  bool upcast = dt == TT_F16 || dt == TT_BF16;
-  tt_dtype acc = upcast ? TT_F32 : dt;
+  tt_dtype acc = tt_opmath(dt);
   tt_val xs = tt_b_convert(b, x, acc);
   tt_val r = tt_b_reduce(b, xs, tt_b_constant(b, acc, 0), dims, n_dims,
                          acc == TT_BOOL ? "or" : "add");
@@ -202,9 +200,82 @@ tt_val tt_full_like(tt_builder *b, tt_val x, double value) {
   return tt_b_full(b, tt_b_shape(b, x), value);
 }
 
-void tt_region_text_add(tt_region_text *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (t->off < t->size) t->off += (size_t)vsnprintf(t->buf + t->off, t->size - t->off, fmt, ap);
-  va_end(ap);
+/* ------------------------------------------------------------ dtype rules */
+
+bool tt_dtype_is_half(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16; }
+
+tt_dtype tt_opmath(tt_dtype dt) { return tt_dtype_is_half(dt) ? TT_F32 : dt; }
+
+/* ------------------------------------------------------------ arithmetic */
+
+tt_val tt_bin(tt_builder *b, tt_op op, tt_val x, tt_val y) {
+  tt_shape sx = tt_b_shape(b, x), sy = tt_b_shape(b, y);
+  if (sx.ndim > sy.ndim || (sx.ndim == sy.ndim && tt_shape_numel(&sx) > tt_shape_numel(&sy)))
+    y = tt_b_broadcast_to(b, y, sx.ndim, sx.dims);
+  else if (sy.ndim > sx.ndim || tt_shape_numel(&sy) > tt_shape_numel(&sx))
+    x = tt_b_broadcast_to(b, x, sy.ndim, sy.dims);
+  return tt_b_bin(b, op, x, y);
+}
+
+tt_val tt_add(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, TT_OP_ADD, x, y); }
+tt_val tt_sub(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, TT_OP_SUBTRACT, x, y); }
+tt_val tt_mul(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, TT_OP_MULTIPLY, x, y); }
+tt_val tt_div(tt_builder *b, tt_val x, tt_val y) { return tt_bin(b, TT_OP_DIVIDE, x, y); }
+
+tt_val tt_scalar_like(tt_builder *b, tt_val like, double v) {
+  return tt_b_constant(b, tt_b_dtype(b, like), v);
+}
+
+/* ------------------------------------------------------------ shapes */
+
+tt_val tt_slice_dim(tt_builder *b, tt_val x, int d, int64_t start, int64_t end) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
+  for (int i = 0; i < s.ndim; i++) li[i] = s.dims[i];
+  st[d] = start;
+  li[d] = end;
+  return tt_b_slice(b, x, st, li, NULL);
+}
+
+tt_val tt_along(tt_builder *b, tt_val v, int ndim, const int64_t *dims, int axis) {
+  int64_t map[1] = {axis};
+  return tt_b_broadcast_in_dim(b, v, ndim, dims, map);
+}
+
+/* ------------------------------------------------------------ planes */
+
+tt_val tt_scatter_planes(tt_builder *b, tt_val g, tt_val ix, int n_spatial, const int64_t *in,
+                         tt_dtype acc, const char *op) {
+  tt_shape gs = tt_b_shape(b, g);
+  int lead = gs.ndim - n_spatial;
+  int64_t plane = 1, planes = 1;
+  for (int i = 0; i < n_spatial; i++) plane *= in[i];
+  for (int i = 0; i < lead; i++) planes *= gs.dims[i];
+  int64_t nout = tt_shape_numel(&gs), total = planes * plane;
+  tt_shape is = tt_shape_make(TT_I64, gs.ndim, gs.dims);
+  tt_val pl = tt_b_iota(b, is, 0); /* plane number of each element */
+  for (int i = 1; i < lead; i++)
+    pl = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, pl, tt_b_full(b, is, (double)gs.dims[i])),
+                     tt_b_iota(b, is, i));
+  tt_val lin = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, pl, tt_b_full(b, is, (double)plane)), ix);
+  tt_val bad = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "LT", ix, tt_b_full(b, is, 0)),
+                           tt_b_compare(b, "GE", ix, tt_b_full(b, is, (double)plane)));
+  lin = tt_b_select(b, bad, tt_b_full(b, is, (double)total), lin);
+  int64_t idims[2] = {nout, 1};
+  lin = tt_b_reshape(b, lin, 2, idims);
+  tt_val upd = tt_b_reshape(b, g, 1, &nout);
+  tt_val base = tt_b_full(b, tt_shape_make(acc, 1, &total), 0);
+  char region[600];
+  tt_b_region_binary(region, sizeof region, acc, op);
+  const char *attrs =
+      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+      "scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, "
+      "unique_indices = false";
+  tt_val ins[3] = {base, lin, upd}, r;
+  tt_shape out = tt_shape_make(acc, 1, &total);
+  tt_b_emit(b, TT_OP_SCATTER, ins, 3, attrs, region, &out, 1, &r);
+  int64_t dims[TT_MAX_DIMS];
+  for (int i = 0; i < lead; i++) dims[i] = gs.dims[i];
+  for (int i = 0; i < n_spatial; i++) dims[lead + i] = in[i];
+  return tt_b_reshape(b, r, lead + n_spatial, dims);
 }

@@ -48,7 +48,7 @@ static tt_val conv_op(tt_builder *b, tt_val lhs, tt_val rhs, bool lhs_swap, bool
            lhs_swap ? "f, b" : "b, f", sp, rhs_swap ? "i, o" : "o, i", sp,
            out_swap ? "f, b" : "b, f", sp, ws, pad, ones, rd, feature_groups, batch_groups);
   tt_val ins[2] = {lhs, rhs};
-  return tt_b_op(b, "stablehlo.convolution", ins, 2, attrs, out);
+  return tt_b_emit1(b, TT_OP_CONVOLUTION, ins, 2, attrs, out);
 }
 
 /* Pads the spatial dims (2..) of x: lo/hi may be negative; interior >= 0. */
@@ -125,7 +125,7 @@ static tt_val conv_input_grad(tt_builder *b, tt_val g, tt_val w, const conv_para
   char attrs[160];
   tt_fmt_i64_array(attrs + 100, 60, rev, nsp);
   snprintf(attrs, 100, "dimensions = %s", attrs + 100);
-  wt = tt_b_op(b, "stablehlo.reverse", &wt, 1, attrs, tt_b_shape(b, wt));
+  wt = tt_b_emit1(b, TT_OP_REVERSE, &wt, 1, attrs, tt_b_shape(b, wt));
   int64_t lo[3], hi[3], interior[3], one[3] = {1, 1, 1};
   for (int i = 0; i < nsp; i++) {
     int64_t k = p->dil[i] * (ws.dims[2 + i] - 1);
@@ -201,7 +201,7 @@ static tt_error *lower_convolution(tt_lower_ctx *c) {
   const tt_tensor_ref *x = tt_lc_ref(c, 0), *w = tt_lc_ref(c, 1);
   bool has_bias = !tt_lc_is_none(c, 2);
   tt_dtype dt = x->dtype;
-  if (!linalg_is_float(dt) || w->dtype != dt) return tt_lc_decline(c, "dtype");
+  if (!tt_dtype_is_floating(dt) || w->dtype != dt) return tt_lc_decline(c, "dtype");
   if (has_bias && (!linalg_is_tensor(c, 2) || tt_lc_ref(c, 2)->dtype != dt || tt_lc_ref(c, 2)->ndim != 1 ||
                    tt_lc_ref(c, 2)->sizes[0] != (tt_lc_bool(c, 6, false) ? w->sizes[1] * tt_lc_int(c, 8, 1) : w->sizes[0])))
     return tt_lc_decline(c, "bias");
@@ -216,13 +216,13 @@ static tt_error *lower_convolution(tt_lower_ctx *c) {
   int64_t out_sp[3];
   TT_TRY(check_conv(c, x, w, transposed, &p, out_sp));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = linalg_acc_dtype(dt);
+  tt_dtype acc = tt_opmath(dt);
   tt_val xv = tt_b_convert(b, tt_lc_tensor(c, 0), acc), wv = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
   tt_val y = transposed ? conv_input_grad(b, xv, wv, &p, out_sp) : conv_forward(b, xv, wv, &p);
   if (has_bias) {
     tt_shape ys = tt_b_shape(b, y);
     tt_val bias = tt_b_convert(b, tt_lc_tensor(c, 2), acc);
-    y = tt_b_binary(b, "add", y, linalg_bcast_dim(b, bias, ys.ndim, ys.dims, 1));
+    y = tt_b_bin(b, TT_OP_ADD, y, tt_along(b, bias, ys.ndim, ys.dims, 1));
   }
   tt_lc_output(c, tt_b_convert(b, y, dt));
   return NULL;
@@ -239,7 +239,7 @@ static tt_error *lower_convolution_backward(tt_lower_ctx *c) {
     if (!linalg_is_tensor(c, i)) return tt_lc_decline(c, "not device tensors");
   const tt_tensor_ref *g = tt_lc_ref(c, 0), *x = tt_lc_ref(c, 1), *w = tt_lc_ref(c, 2);
   tt_dtype dt = x->dtype;
-  if (!linalg_is_float(dt) || w->dtype != dt || g->dtype != dt) return tt_lc_decline(c, "dtype");
+  if (!tt_dtype_is_floating(dt) || w->dtype != dt || g->dtype != dt) return tt_lc_decline(c, "dtype");
   conv_params p;
   TT_TRY(read_conv_params(c, 4 + off, 9 + off, &p, x->ndim - 2));
   bool transposed = tt_lc_bool(c, 7 + off, false);
@@ -252,7 +252,7 @@ static tt_error *lower_convolution_backward(tt_lower_ctx *c) {
   for (int i = 0; i < p.nsp; i++)
     if (g->sizes[2 + i] != out_sp[i]) return tt_lc_decline(c, "grad_output shape");
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = linalg_acc_dtype(dt);
+  tt_dtype acc = tt_opmath(dt);
   tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc), xv = tt_b_convert(b, tt_lc_tensor(c, 1), acc),
          wv = tt_b_convert(b, tt_lc_tensor(c, 2), acc);
   int64_t in_sp[3], k_sp[3];

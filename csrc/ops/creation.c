@@ -93,7 +93,7 @@ static tt_error *lower_arange(tt_lower_ctx *c) {
                    pst->kind == TT_SCALAR_FLOAT))
     return tt_lc_decline(c, "float bounds with an integer out");
   double start = scalar_as_double(ps), end = scalar_as_double(pe), step = scalar_as_double(pst);
-  if (dt == TT_F16 || dt == TT_BF16) { /* torch reads the bounds as float (acc type) */
+  if (tt_dtype_is_half(dt)) { /* torch reads the bounds as float (acc type) */
     start = (float)start;
     end = (float)end;
     step = (float)step;
@@ -120,8 +120,8 @@ static tt_error *lower_arange(tt_lower_ctx *c) {
   tt_val idx = tt_b_iota(b, s, 0);
   tt_val v0 = i_start >= 0 ? tt_lc_scalar(c, i_start, s.dtype) : tt_b_constant(b, s.dtype, 0);
   tt_val st = i_step >= 0 ? tt_lc_scalar(c, i_step, s.dtype) : tt_b_constant(b, s.dtype, 1);
-  tt_val r = tt_b_binary(b, "add", tt_b_broadcast_to(b, v0, 1, &size),
-                         tt_b_binary(b, "multiply", tt_b_broadcast_to(b, st, 1, &size), idx));
+  tt_val r = tt_b_bin(b, TT_OP_ADD, tt_b_broadcast_to(b, v0, 1, &size),
+                         tt_b_bin(b, TT_OP_MULTIPLY, tt_b_broadcast_to(b, st, 1, &size), idx));
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
 }
@@ -157,15 +157,15 @@ static tt_error *lower_linspace(tt_lower_ctx *c) {
   if (steps == 1) {
     r = tt_b_broadcast_to(b, start, 1, &steps);
   } else {
-    tt_val step = tt_b_binary(b, "divide", tt_b_binary(b, "subtract", end, start),
+    tt_val step = tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_SUBTRACT, end, start),
                               tt_b_constant(b, ct, (double)(steps - 1)));
     tt_val idx = tt_b_iota(b, s, 0);
     tt_val stepv = tt_b_broadcast_to(b, step, 1, &steps);
-    tt_val lo = tt_b_binary(b, "add", tt_b_broadcast_to(b, start, 1, &steps),
-                            tt_b_binary(b, "multiply", stepv, idx));
-    tt_val rev = tt_b_binary(b, "subtract", tt_b_full(b, s, (double)(steps - 1)), idx);
-    tt_val hi = tt_b_binary(b, "subtract", tt_b_broadcast_to(b, end, 1, &steps),
-                            tt_b_binary(b, "multiply", stepv, rev));
+    tt_val lo = tt_b_bin(b, TT_OP_ADD, tt_b_broadcast_to(b, start, 1, &steps),
+                            tt_b_bin(b, TT_OP_MULTIPLY, stepv, idx));
+    tt_val rev = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, s, (double)(steps - 1)), idx);
+    tt_val hi = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_broadcast_to(b, end, 1, &steps),
+                            tt_b_bin(b, TT_OP_MULTIPLY, stepv, rev));
     tt_val first = tt_b_compare(b, "LT", idx, tt_b_full(b, s, (double)(steps / 2)));
     r = tt_b_select(b, first, lo, hi);
   }
@@ -194,21 +194,21 @@ static tt_error *lower_logspace(tt_lower_ctx *c) {
   tt_val start = tt_lc_scalar(c, 0, TT_F64), end = tt_lc_scalar(c, 1, TT_F64);
   tt_val r;
   if (steps == 1) {
-    r = tt_b_binary(b, "power", base, tt_b_broadcast_to(b, start, 1, &steps));
+    r = tt_b_bin(b, TT_OP_POWER, base, tt_b_broadcast_to(b, start, 1, &steps));
   } else {
     start = tt_b_convert(b, tt_b_convert(b, start, dt), TT_F64);
     end = tt_b_convert(b, tt_b_convert(b, end, dt), TT_F64);
-    tt_val step = tt_b_binary(b, "divide", tt_b_binary(b, "subtract", end, start),
+    tt_val step = tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_SUBTRACT, end, start),
                               tt_b_constant(b, TT_F64, (double)(steps - 1)));
     tt_val idx = tt_b_iota(b, s, 0);
     tt_val stepv = tt_b_broadcast_to(b, step, 1, &steps);
-    tt_val lo = tt_b_binary(b, "add", tt_b_broadcast_to(b, start, 1, &steps),
-                            tt_b_binary(b, "multiply", stepv, idx));
-    tt_val rev = tt_b_binary(b, "subtract", tt_b_full(b, s, (double)(steps - 1)), idx);
-    tt_val hi = tt_b_binary(b, "subtract", tt_b_broadcast_to(b, end, 1, &steps),
-                            tt_b_binary(b, "multiply", stepv, rev));
+    tt_val lo = tt_b_bin(b, TT_OP_ADD, tt_b_broadcast_to(b, start, 1, &steps),
+                            tt_b_bin(b, TT_OP_MULTIPLY, stepv, idx));
+    tt_val rev = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, s, (double)(steps - 1)), idx);
+    tt_val hi = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_broadcast_to(b, end, 1, &steps),
+                            tt_b_bin(b, TT_OP_MULTIPLY, stepv, rev));
     tt_val first = tt_b_compare(b, "LT", idx, tt_b_full(b, s, (double)(steps / 2)));
-    r = tt_b_binary(b, "power", base, tt_b_select(b, first, lo, hi));
+    r = tt_b_bin(b, TT_OP_POWER, base, tt_b_select(b, first, lo, hi));
   }
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
@@ -239,7 +239,7 @@ static tt_val random_bits(tt_lower_ctx *c, int64_t n, tt_dtype word) {
   int64_t two = 2;
   tt_shape outs[2] = {tt_shape_make(TT_U64, 1, &two), tt_shape_make(word, 1, &n)};
   tt_val res[2] = {TT_INVALID, TT_INVALID};
-  if (!tt_b_op_multi(b, "stablehlo.rng_bit_generator", &state, 1,
+  if (!tt_b_emit(b, TT_OP_RNG_BIT_GENERATOR, &state, 1,
                      "rng_algorithm = #stablehlo<rng_algorithm PHILOX>", NULL, outs, 2, res))
     return TT_INVALID;
   return res[1];
@@ -263,9 +263,9 @@ static tt_val uniform01(tt_lower_ctx *c, int64_t n, tt_dtype ct, int digits) {
   int width = word == TT_U64 ? 64 : 32;
   tt_shape ws = tt_shape_make(word, 1, &n);
   tt_val sh = tt_b_broadcast_to(b, tt_b_constant_int(b, word, width - digits), 1, &n);
-  bits = tt_b_op(b, "stablehlo.shift_right_logical", (tt_val[]){bits, sh}, 2, NULL, ws);
+  bits = tt_b_emit1(b, TT_OP_SHIFT_RIGHT_LOGICAL, (tt_val[]){bits, sh}, 2, NULL, ws);
   tt_val u = tt_b_convert(b, bits, ct);
-  return tt_b_binary(b, "multiply", u, tt_b_full(b, tt_shape_make(ct, 1, &n), ldexp(1.0, -digits)));
+  return tt_b_bin(b, TT_OP_MULTIPLY, u, tt_b_full(b, tt_shape_make(ct, 1, &n), ldexp(1.0, -digits)));
 }
 
 static tt_val to_shape(tt_builder *b, tt_val flat, const tt_tensor_ref *r) {
@@ -303,7 +303,7 @@ static tt_error *lower_uniform(tt_lower_ctx *c) {
   tt_val u = uniform01(c, n, dt == TT_F64 ? TT_F64 : TT_F32, mantissa_digits(dt));
   u = tt_b_convert(b, u, dt); /* exact: digits fit dt */
   tt_shape s = tt_shape_make(dt, 1, &n);
-  tt_val r = tt_b_binary(b, "add", tt_b_binary(b, "multiply", u, tt_b_full(b, s, to - from)),
+  tt_val r = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, u, tt_b_full(b, s, to - from)),
                          tt_b_full(b, s, from));
   tt_lc_output(c, to_shape(b, r, self));
   return NULL;
@@ -319,12 +319,12 @@ static tt_val standard_normal(tt_lower_ctx *c, int64_t n, tt_dtype ct) {
   int64_t z0 = 0, h1 = half, z1 = half, e1 = two;
   tt_val u1 = tt_b_slice(b, u, &z0, &h1, NULL), u2 = tt_b_slice(b, u, &z1, &e1, NULL);
   /* u1 in (0, 1] so the log is finite */
-  u1 = tt_b_binary(b, "subtract", tt_b_full(b, hs, 1.0), u1);
-  tt_val radius = tt_b_unary(b, "sqrt", tt_b_binary(b, "multiply", tt_b_full(b, hs, -2.0),
-                                                    tt_b_unary(b, "log", u1)));
-  tt_val theta = tt_b_binary(b, "multiply", tt_b_full(b, hs, 2.0 * M_PI), u2);
-  tt_val z = tt_b_concat(b, (tt_val[]){tt_b_binary(b, "multiply", radius, tt_b_unary(b, "cosine", theta)),
-                                       tt_b_binary(b, "multiply", radius, tt_b_unary(b, "sine", theta))},
+  u1 = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, hs, 1.0), u1);
+  tt_val radius = tt_b_un(b, TT_OP_SQRT, tt_b_bin(b, TT_OP_MULTIPLY, tt_b_full(b, hs, -2.0),
+                                                    tt_b_un(b, TT_OP_LOG, u1)));
+  tt_val theta = tt_b_bin(b, TT_OP_MULTIPLY, tt_b_full(b, hs, 2.0 * M_PI), u2);
+  tt_val z = tt_b_concat(b, (tt_val[]){tt_b_bin(b, TT_OP_MULTIPLY, radius, tt_b_un(b, TT_OP_COSINE, theta)),
+                                       tt_b_bin(b, TT_OP_MULTIPLY, radius, tt_b_un(b, TT_OP_SINE, theta))},
                          2, 0);
   if (two != n) {
     int64_t lo = 0;
@@ -349,7 +349,7 @@ static tt_error *lower_normal_(tt_lower_ctx *c) {
   tt_dtype ct = dt == TT_F64 ? TT_F64 : TT_F32;
   tt_shape s = tt_shape_make(ct, 1, &n);
   tt_val z = standard_normal(c, n, ct);
-  z = tt_b_binary(b, "add", tt_b_binary(b, "multiply", z, tt_b_full(b, s, std)), tt_b_full(b, s, mean));
+  z = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, z, tt_b_full(b, s, std)), tt_b_full(b, s, mean));
   tt_lc_output(c, to_shape(b, tt_b_convert(b, z, dt), self));
   return NULL;
 }
@@ -395,7 +395,7 @@ static tt_error *lower_normal(tt_lower_ctx *c) {
   if (!s && tt_lc_double(c, 1, 1.0) < 0)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "normal expects std >= 0.0, but found std %g",
                       tt_lc_double(c, 1, 1.0));
-  tt_val r = tt_b_binary(b, "add", tt_b_binary(b, "multiply", z, std), mean);
+  tt_val r = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, z, std), mean);
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
 }
@@ -520,16 +520,16 @@ static tt_error *lower_random(tt_lower_ctx *c) {
   if (range != 0 && range <= 0xFFFFFFFFull) {
     tt_val bits = random_bits(c, n, TT_U32);
     tt_val r = tt_b_broadcast_to(b, tt_b_constant_int(b, TT_U32, (int64_t)range), 1, &n);
-    v = tt_b_convert(b, tt_b_binary(b, "remainder", bits, r), TT_I64);
+    v = tt_b_convert(b, tt_b_bin(b, TT_OP_REMAINDER, bits, r), TT_I64);
   } else {
     tt_val bits = random_bits(c, n, TT_U64);
     if (range != 0) {
       tt_val r = tt_b_broadcast_to(b, tt_b_constant_int(b, TT_U64, (int64_t)range), 1, &n);
-      bits = tt_b_binary(b, "remainder", bits, r);
+      bits = tt_b_bin(b, TT_OP_REMAINDER, bits, r);
     }
     v = tt_b_bitcast(b, bits, tt_shape_make(TT_I64, 1, &n));
   }
-  v = tt_b_binary(b, "add", v, tt_b_broadcast_to(b, tt_b_constant_int(b, TT_I64, from), 1, &n));
+  v = tt_b_bin(b, TT_OP_ADD, v, tt_b_broadcast_to(b, tt_b_constant_int(b, TT_I64, from), 1, &n));
   tt_lc_output(c, to_shape(b, tt_b_convert(b, v, dt), self));
   return NULL;
 }
@@ -552,7 +552,7 @@ static tt_error *lower_exponential(tt_lower_ctx *c) {
   tt_dtype ct = dt == TT_F64 ? TT_F64 : TT_F32;
   tt_shape s = tt_shape_make(ct, 1, &n);
   tt_val u = uniform01(c, n, ct, ct == TT_F64 ? 53 : 24);
-  tt_val r = tt_b_binary(b, "multiply", tt_b_unary(b, "log_plus_one", tt_b_unary(b, "negate", u)),
+  tt_val r = tt_b_bin(b, TT_OP_MULTIPLY, tt_b_un(b, TT_OP_LOG1P, tt_b_un(b, TT_OP_NEGATE, u)),
                          tt_b_full(b, s, -1.0 / lambd));
   tt_lc_output(c, to_shape(b, tt_b_convert(b, r, dt), self));
   return NULL;
@@ -592,18 +592,18 @@ static tt_error *random_dist(tt_lower_ctx *c, int kind) {
   tt_val r;
   if (kind == DIST_LOG_NORMAL) {
     tt_val z = standard_normal(c, n, ct);
-    r = tt_b_unary(b, "exponential", tt_b_binary(b, "add", tt_b_binary(b, "multiply", z, tt_b_full(b, s, s2)),
+    r = tt_b_un(b, TT_OP_EXPONENTIAL, tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, z, tt_b_full(b, s, s2)),
                                                  tt_b_full(b, s, a)));
   } else {
     tt_val u = uniform01(c, n, ct, ct == TT_F64 ? 53 : 24);
     if (kind == DIST_CAUCHY) {
-      tt_val t = tt_b_unary(b, "tan", tt_b_binary(b, "multiply", tt_b_full(b, s, M_PI),
-                                                   tt_b_binary(b, "subtract", u, tt_b_full(b, s, 0.5))));
-      r = tt_b_binary(b, "add", tt_b_binary(b, "multiply", t, tt_b_full(b, s, s2)), tt_b_full(b, s, a));
+      tt_val t = tt_b_un(b, TT_OP_TAN, tt_b_bin(b, TT_OP_MULTIPLY, tt_b_full(b, s, M_PI),
+                                                   tt_b_bin(b, TT_OP_SUBTRACT, u, tt_b_full(b, s, 0.5))));
+      r = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, t, tt_b_full(b, s, s2)), tt_b_full(b, s, a));
     } else {
-      tt_val v = tt_b_binary(b, "subtract", tt_b_full(b, s, 1.0), u); /* (0, 1] */
-      r = tt_b_unary(b, "ceil", tt_b_binary(b, "divide", tt_b_unary(b, "log", v), tt_b_full(b, s, log1p(-a))));
-      r = tt_b_binary(b, "maximum", r, tt_b_full(b, s, 1.0));
+      tt_val v = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, s, 1.0), u); /* (0, 1] */
+      r = tt_b_un(b, TT_OP_CEIL, tt_b_bin(b, TT_OP_DIVIDE, tt_b_un(b, TT_OP_LOG, v), tt_b_full(b, s, log1p(-a))));
+      r = tt_b_bin(b, TT_OP_MAXIMUM, r, tt_b_full(b, s, 1.0));
     }
   }
   tt_lc_output(c, to_shape(b, tt_b_convert(b, r, dt), self));
@@ -640,27 +640,27 @@ static void tril_coords(tt_builder *b, tt_val k, int64_t n, int64_t row, int64_t
   /* triangle: S(t) = t*a + t(t-1)/2 <= k < S(t+1) */
   double A = 2.0 * (double)a - 1.0;
   tt_val kd = tt_b_convert(b, k, TT_F64);
-  tt_val disc = tt_b_binary(b, "add", tt_b_full(b, fs, A * A), tt_b_binary(b, "multiply", tt_b_full(b, fs, 8.0), kd));
-  tt_val tf = tt_b_binary(b, "multiply", tt_b_binary(b, "subtract", tt_b_unary(b, "sqrt", disc), tt_b_full(b, fs, A)),
+  tt_val disc = tt_b_bin(b, TT_OP_ADD, tt_b_full(b, fs, A * A), tt_b_bin(b, TT_OP_MULTIPLY, tt_b_full(b, fs, 8.0), kd));
+  tt_val tf = tt_b_bin(b, TT_OP_MULTIPLY, tt_b_bin(b, TT_OP_SUBTRACT, tt_b_un(b, TT_OP_SQRT, disc), tt_b_full(b, fs, A)),
                           tt_b_full(b, fs, 0.5));
-  tt_val t = tt_b_convert(b, tt_b_unary(b, "floor", tf), TT_I64);
+  tt_val t = tt_b_convert(b, tt_b_un(b, TT_OP_FLOOR, tf), TT_I64);
   for (int pass = 0; pass < 2; pass++) {
     /* S(t) = t*a + t*(t-1)/2 */
-    tt_val s = tt_b_binary(b, "add", tt_b_binary(b, "multiply", t, FULL(a)),
-                           tt_b_binary(b, "divide", tt_b_binary(b, "multiply", t, tt_b_binary(b, "subtract", t, FULL(1))), FULL(2)));
-    tt_val s1 = tt_b_binary(b, "add", s, tt_b_binary(b, "add", t, FULL(a)));
-    t = tt_b_select(b, tt_b_compare(b, "GT", s, k), tt_b_binary(b, "subtract", t, FULL(1)),
-                    tt_b_select(b, tt_b_compare(b, "LE", s1, k), tt_b_binary(b, "add", t, FULL(1)), t));
+    tt_val s = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, t, FULL(a)),
+                           tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_MULTIPLY, t, tt_b_bin(b, TT_OP_SUBTRACT, t, FULL(1))), FULL(2)));
+    tt_val s1 = tt_b_bin(b, TT_OP_ADD, s, tt_b_bin(b, TT_OP_ADD, t, FULL(a)));
+    t = tt_b_select(b, tt_b_compare(b, "GT", s, k), tt_b_bin(b, TT_OP_SUBTRACT, t, FULL(1)),
+                    tt_b_select(b, tt_b_compare(b, "LE", s1, k), tt_b_bin(b, TT_OP_ADD, t, FULL(1)), t));
   }
-  t = tt_b_op(b, "stablehlo.clamp", (tt_val[]){FULL(0), t, FULL(t_rows > 0 ? t_rows - 1 : 0)}, 3, NULL, is);
-  tt_val st = tt_b_binary(b, "add", tt_b_binary(b, "multiply", t, FULL(a)),
-                          tt_b_binary(b, "divide", tt_b_binary(b, "multiply", t, tt_b_binary(b, "subtract", t, FULL(1))), FULL(2)));
-  tt_val r_tri = tt_b_binary(b, "add", t, FULL(r0)), c_tri = tt_b_binary(b, "subtract", k, st);
+  t = tt_b_emit1(b, TT_OP_CLAMP, (tt_val[]){FULL(0), t, FULL(t_rows > 0 ? t_rows - 1 : 0)}, 3, NULL, is);
+  tt_val st = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, t, FULL(a)),
+                          tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_MULTIPLY, t, tt_b_bin(b, TT_OP_SUBTRACT, t, FULL(1))), FULL(2)));
+  tt_val r_tri = tt_b_bin(b, TT_OP_ADD, t, FULL(r0)), c_tri = tt_b_bin(b, TT_OP_SUBTRACT, k, st);
   /* rectangle: full rows from r0 + t_rows */
-  tt_val kk = tt_b_binary(b, "subtract", k, FULL(k1));
+  tt_val kk = tt_b_bin(b, TT_OP_SUBTRACT, k, FULL(k1));
   kk = tt_b_select(b, tt_b_compare(b, "LT", kk, FULL(0)), FULL(0), kk);
-  tt_val r_rec = tt_b_binary(b, "add", tt_b_binary(b, "divide", kk, FULL(col)), FULL(r0 + t_rows));
-  tt_val c_rec = tt_b_binary(b, "remainder", kk, FULL(col));
+  tt_val r_rec = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_DIVIDE, kk, FULL(col)), FULL(r0 + t_rows));
+  tt_val c_rec = tt_b_bin(b, TT_OP_REMAINDER, kk, FULL(col));
   tt_val in_tri = tt_b_compare(b, "LT", k, FULL(k1));
   *r_out = tt_b_select(b, in_tri, r_tri, r_rec);
   *c_out = tt_b_select(b, in_tri, c_tri, c_rec);
@@ -694,12 +694,12 @@ static tt_error *lower_tri_indices(tt_lower_ctx *c) {
   }
   tt_shape is = tt_shape_make(TT_I64, 1, &n);
   tt_val k = tt_b_iota(b, is, 0);
-  if (upper) k = tt_b_binary(b, "subtract", tt_b_full(b, is, (double)(n - 1)), k);
+  if (upper) k = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, is, (double)(n - 1)), k);
   tt_val r, cc;
   tril_coords(b, k, n, row, col, off, &r, &cc);
   if (upper) {
-    r = tt_b_binary(b, "subtract", tt_b_full(b, is, (double)(row - 1)), r);
-    cc = tt_b_binary(b, "subtract", tt_b_full(b, is, (double)(col - 1)), cc);
+    r = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, is, (double)(row - 1)), r);
+    cc = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, is, (double)(col - 1)), cc);
   }
   int64_t d1[2] = {1, n};
   tt_val parts[2] = {tt_b_reshape(b, r, 2, d1), tt_b_reshape(b, cc, 2, d1)};

@@ -16,16 +16,16 @@ static tt_val pnorm_last(tt_builder *b, tt_val d, double p) {
   tt_shape s = tt_b_shape(b, d);
   int64_t last = s.ndim - 1;
   tt_dtype dt = s.dtype;
-  tt_val a = tt_b_unary(b, "abs", d);
+  tt_val a = tt_b_un(b, TT_OP_ABS, d);
   if (p == 0) {
     tt_val nz = tt_b_convert(b, tt_b_compare(b, "NE", d, tt_full_like(b, d, 0)), dt);
     return tt_b_reduce(b, nz, tt_b_constant(b, dt, 0), &last, 1, "add");
   }
   if (p == 1) return tt_b_reduce(b, a, tt_b_constant(b, dt, 0), &last, 1, "add");
-  if (p == 2) return tt_b_unary(b, "sqrt", tt_b_reduce(b, tt_b_binary(b, "multiply", d, d), tt_b_constant(b, dt, 0), &last, 1, "add"));
+  if (p == 2) return tt_b_un(b, TT_OP_SQRT, tt_b_reduce(b, tt_b_bin(b, TT_OP_MULTIPLY, d, d), tt_b_constant(b, dt, 0), &last, 1, "add"));
   if (isinf(p)) return tt_b_reduce(b, a, tt_b_constant(b, dt, 0), &last, 1, "maximum");
-  tt_val s_ = tt_b_reduce(b, tt_b_binary(b, "power", a, tt_full_like(b, a, p)), tt_b_constant(b, dt, 0), &last, 1, "add");
-  return tt_b_binary(b, "power", s_, tt_full_like(b, s_, 1.0 / p));
+  tt_val s_ = tt_b_reduce(b, tt_b_bin(b, TT_OP_POWER, a, tt_full_like(b, a, p)), tt_b_constant(b, dt, 0), &last, 1, "add");
+  return tt_b_bin(b, TT_OP_POWER, s_, tt_full_like(b, s_, 1.0 / p));
 }
 
 /* _cdist_forward(x1 [B.., P, M], x2 [B.., R, M], p, compute_mode): for p = 2
@@ -56,22 +56,22 @@ static tt_error *lower_cdist(tt_lower_ctx *c) {
   bool mm = p == 2 && (mode == 1 || (mode == 0 && (P > 25 || R > 25)));
   if (mm) {
     int64_t last = nd - 1;
-    tt_val n1 = tt_b_reduce(b, tt_b_binary(b, "multiply", x1, x1), tt_b_constant(b, dt, 0), &last, 1, "add");
-    tt_val n2 = tt_b_reduce(b, tt_b_binary(b, "multiply", x2, x2), tt_b_constant(b, dt, 0), &last, 1, "add");
+    tt_val n1 = tt_b_reduce(b, tt_b_bin(b, TT_OP_MULTIPLY, x1, x1), tt_b_constant(b, dt, 0), &last, 1, "add");
+    tt_val n2 = tt_b_reduce(b, tt_b_bin(b, TT_OP_MULTIPLY, x2, x2), tt_b_constant(b, dt, 0), &last, 1, "add");
     int64_t s1[TT_MAX_DIMS], s2[TT_MAX_DIMS];
     memcpy(s1, r1->sizes, sizeof(int64_t) * (size_t)nd);
     memcpy(s2, r2->sizes, sizeof(int64_t) * (size_t)nd);
     s1[nd - 1] = s2[nd - 1] = 1;
     n1 = tt_b_reshape(b, n1, nd, s1);
     n2 = tt_b_reshape(b, n2, nd, s2);
-    tt_val a_parts[3] = {tt_b_binary(b, "multiply", x1, tt_full_like(b, x1, -2)), n1, tt_full_like(b, n1, 1)};
+    tt_val a_parts[3] = {tt_b_bin(b, TT_OP_MULTIPLY, x1, tt_full_like(b, x1, -2)), n1, tt_full_like(b, n1, 1)};
     tt_val b_parts[3] = {x2, tt_full_like(b, n2, 1), n2};
     tt_val a = tt_b_concat(b, a_parts, 3, nd - 1), bb = tt_b_concat(b, b_parts, 3, nd - 1);
     int64_t batch[TT_MAX_DIMS], contract[1] = {nd - 1};
     for (int i = 0; i < nb; i++) batch[i] = i;
     tt_val r = tt_b_dot_general(b, a, bb, nb, batch, batch, 1, contract, contract, dt);
-    r = tt_b_binary(b, "maximum", r, tt_full_like(b, r, 0));
-    tt_lc_output(c, tt_b_unary(b, "sqrt", r));
+    r = tt_b_bin(b, TT_OP_MAXIMUM, r, tt_full_like(b, r, 0));
+    tt_lc_output(c, tt_b_un(b, TT_OP_SQRT, r));
     return NULL;
   }
   int64_t e[TT_MAX_DIMS], m1[TT_MAX_DIMS], m2[TT_MAX_DIMS];
@@ -80,7 +80,7 @@ static tt_error *lower_cdist(tt_lower_ctx *c) {
   for (int i = 0; i < nb; i++) m1[i] = m2[i] = i;
   m1[nb] = nb, m1[nb + 1] = nb + 2;
   m2[nb] = nb + 1, m2[nb + 1] = nb + 2;
-  tt_val d = tt_b_binary(b, "subtract", tt_b_broadcast_in_dim(b, x1, nd + 1, e, m1),
+  tt_val d = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_broadcast_in_dim(b, x1, nd + 1, e, m1),
                          tt_b_broadcast_in_dim(b, x2, nd + 1, e, m2));
   tt_lc_output(c, pnorm_last(b, d, p));
   return NULL;
@@ -109,7 +109,7 @@ static tt_error *lower_pdist(tt_lower_ctx *c) {
   tt_val x = tt_lc_tensor(c, 0);
   tt_val rows[2] = {nn_take_dim(b, x, 0, ii, K), nn_take_dim(b, x, 0, ii + K, K)}; /* exact gathers */
   free(ii);
-  tt_lc_output(c, pnorm_last(b, tt_b_binary(b, "subtract", rows[0], rows[1]), p));
+  tt_lc_output(c, pnorm_last(b, tt_b_bin(b, TT_OP_SUBTRACT, rows[0], rows[1]), p));
   return NULL;
 }
 

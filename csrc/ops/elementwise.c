@@ -12,7 +12,6 @@
  * Scalar's value (the compiled program is reused for other values), only on
  * its kind (bool/int/float), which is part of the cache key. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +19,6 @@
 #include "ops/common.h"
 
 /* ------------------------------------------------------------ helpers */
-
-static tt_dtype opmath(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16 ? TT_F32 : dt; }
 
 /* True for a Scalar argument or a CPU scalar tensor (no device storage). */
 static bool is_scalar_arg(const tt_lower_ctx *c, int i) {
@@ -73,9 +70,8 @@ static tt_val operand(tt_lower_ctx *c, int i, tt_dtype dt, tt_dtype cm, const bs
   return operand_ex(c, i, dt, cm, s, false);
 }
 
-static tt_val K(tt_builder *b, tt_val x, double v) { return tt_full_like(b, x, v); }
-static tt_val bin(tt_builder *b, const char *op, tt_val x, tt_val y) {
-  return tt_b_binary(b, op, x, y);
+static tt_val bin(tt_builder *b, tt_op op, tt_val x, tt_val y) {
+  return tt_b_bin(b, op, x, y);
 }
 static tt_val cmp(tt_builder *b, const char *dir, tt_val x, tt_val y) {
   return tt_b_compare(b, dir, x, y);
@@ -93,7 +89,7 @@ typedef struct {
 static tt_error *setup2_ex(tt_lower_ctx *c, int a, int bb, tt_dtype dt, binop *o, bool full) {
   int args[2] = {a, bb};
   o->dt = dt;
-  o->cm = opmath(dt);
+  o->cm = tt_opmath(dt);
   TT_TRY(broadcast(c, args, 2, &o->s));
   o->x = operand_ex(c, a, dt, o->cm, &o->s, full);
   o->y = operand_ex(c, bb, dt, o->cm, &o->s, full);
@@ -136,9 +132,9 @@ static tt_error *add_sub(tt_lower_ctx *c, bool subtract, bool reverse) {
     /* alpha is rounded to the result dtype first, like PyTorch */
     tt_val a = tt_b_convert(b, tt_lc_scalar(c, 2, dt), o.cm);
     a = tt_b_broadcast_to(b, a, o.s.nd, o.s.dims);
-    y = bin(b, dt == TT_BOOL ? "and" : "multiply", y, a);
+    y = bin(b, dt == TT_BOOL ? TT_OP_AND : TT_OP_MULTIPLY, y, a);
   }
-  const char *op = dt == TT_BOOL ? "or" : subtract ? "subtract" : "add";
+  tt_op op = dt == TT_BOOL ? TT_OP_OR : subtract ? TT_OP_SUBTRACT : TT_OP_ADD;
   output(c, &o, bin(b, op, o.x, y));
   return NULL;
 }
@@ -151,7 +147,7 @@ static tt_error *lower_mul(tt_lower_ctx *c) {
   binop o;
   tt_dtype dt = result2(c, 0, 1);
   TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
-  output(c, &o, bin(tt_lc_builder(c), dt == TT_BOOL ? "and" : "multiply", o.x, o.y));
+  output(c, &o, bin(tt_lc_builder(c), dt == TT_BOOL ? TT_OP_AND : TT_OP_MULTIPLY, o.x, o.y));
   return NULL;
 }
 
@@ -160,37 +156,37 @@ static tt_error *lower_mul(tt_lower_ctx *c) {
 /* Integer floor division: trunc quotient, minus one when the signs differ
  * and the division is inexact. */
 static tt_val int_floor_div(tt_builder *b, tt_val x, tt_val y) {
-  tt_val q = bin(b, "divide", x, y);
-  tt_val r = bin(b, "remainder", x, y);
-  tt_val zero = K(b, x, 0);
-  tt_val fix = bin(b, "and", cmp(b, "NE", r, zero),
+  tt_val q = bin(b, TT_OP_DIVIDE, x, y);
+  tt_val r = bin(b, TT_OP_REMAINDER, x, y);
+  tt_val zero = tt_full_like(b, x, 0);
+  tt_val fix = bin(b, TT_OP_AND, cmp(b, "NE", r, zero),
                    cmp(b, "NE", cmp(b, "LT", r, zero), cmp(b, "LT", y, zero)));
-  return sel(b, fix, bin(b, "subtract", q, K(b, q, 1)), q);
+  return sel(b, fix, bin(b, TT_OP_SUBTRACT, q, tt_full_like(b, q, 1)), q);
 }
 
 /* c10::div_floor_floating */
 static tt_val float_floor_div(tt_builder *b, tt_val x, tt_val y) {
-  tt_val zero = K(b, x, 0);
-  tt_val mod = bin(b, "remainder", x, y);
-  tt_val div = bin(b, "divide", bin(b, "subtract", x, mod), y);
-  tt_val fix = bin(b, "and", cmp(b, "NE", mod, zero),
+  tt_val zero = tt_full_like(b, x, 0);
+  tt_val mod = bin(b, TT_OP_REMAINDER, x, y);
+  tt_val div = bin(b, TT_OP_DIVIDE, bin(b, TT_OP_SUBTRACT, x, mod), y);
+  tt_val fix = bin(b, TT_OP_AND, cmp(b, "NE", mod, zero),
                    cmp(b, "NE", cmp(b, "LT", y, zero), cmp(b, "LT", mod, zero)));
-  div = sel(b, fix, bin(b, "subtract", div, K(b, div, 1)), div);
-  tt_val fl = tt_b_unary(b, "floor", div);
-  fl = sel(b, cmp(b, "GT", bin(b, "subtract", div, fl), K(b, div, 0.5)), bin(b, "add", fl, K(b, fl, 1)),
+  div = sel(b, fix, bin(b, TT_OP_SUBTRACT, div, tt_full_like(b, div, 1)), div);
+  tt_val fl = tt_b_un(b, TT_OP_FLOOR, div);
+  fl = sel(b, cmp(b, "GT", bin(b, TT_OP_SUBTRACT, div, fl), tt_full_like(b, div, 0.5)), bin(b, TT_OP_ADD, fl, tt_full_like(b, fl, 1)),
            fl);
   /* div == 0: copysign(0, x / y), from the sign bit of x / y */
-  tt_val q = bin(b, "divide", x, y);
+  tt_val q = bin(b, TT_OP_DIVIDE, x, y);
   tt_shape is = tt_b_shape(b, q);
   is.dtype = is.dtype == TT_F64 ? TT_I64 : TT_I32; /* q is f32 or f64 (opmath) */
   tt_val neg = cmp(b, "LT", tt_b_bitcast(b, q, is), tt_b_full(b, is, 0));
-  tt_val signed_zero = sel(b, neg, K(b, q, -0.0), zero);
+  tt_val signed_zero = sel(b, neg, tt_full_like(b, q, -0.0), zero);
   tt_val r = sel(b, cmp(b, "EQ", div, zero), signed_zero, fl);
   return sel(b, cmp(b, "EQ", y, zero), q, r); /* divide by zero: IEEE result */
 }
 
 static tt_val trunc_f(tt_builder *b, tt_val x) {
-  return sel(b, cmp(b, "LT", x, K(b, x, 0)), tt_b_unary(b, "ceil", x), tt_b_unary(b, "floor", x));
+  return sel(b, cmp(b, "LT", x, tt_full_like(b, x, 0)), tt_b_un(b, TT_OP_CEIL, x), tt_b_un(b, TT_OP_FLOOR, x));
 }
 
 static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
@@ -200,7 +196,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   if (!mode) {
     if (!tt_dtype_is_floating(dt)) dt = TT_DEFAULT_FLOAT;
     TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
-    output(c, &o, bin(b, "divide", o.x, o.y));
+    output(c, &o, bin(b, TT_OP_DIVIDE, o.x, o.y));
     return NULL;
   }
   bool trunc = !strcmp(mode, "trunc"), floor = !strcmp(mode, "floor");
@@ -214,10 +210,10 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   if (tt_dtype_is_floating(dt))
     /* trunc: PyTorch's CPU kernel rounds the quotient to float16/bfloat16
      * (scalar_t arithmetic) before truncating */
-    r = trunc ? trunc_f(b, tt_b_convert(b, tt_b_convert(b, bin(b, "divide", o.x, o.y), dt), o.cm))
+    r = trunc ? trunc_f(b, tt_b_convert(b, tt_b_convert(b, bin(b, TT_OP_DIVIDE, o.x, o.y), dt), o.cm))
               : float_floor_div(b, o.x, o.y);
   else
-    r = trunc ? bin(b, "divide", o.x, o.y) : int_floor_div(b, o.x, o.y);
+    r = trunc ? bin(b, TT_OP_DIVIDE, o.x, o.y) : int_floor_div(b, o.x, o.y);
   output(c, &o, r);
   return NULL;
 }
@@ -238,11 +234,11 @@ static tt_error *lower_remainder(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   binop o;
   TT_TRY(setup2(c, 0, 1, dt, &o));
-  tt_val mod = bin(b, "remainder", o.x, o.y);
-  tt_val zero = K(b, mod, 0);
-  tt_val fix = bin(b, "and", cmp(b, "NE", mod, zero),
+  tt_val mod = bin(b, TT_OP_REMAINDER, o.x, o.y);
+  tt_val zero = tt_full_like(b, mod, 0);
+  tt_val fix = bin(b, TT_OP_AND, cmp(b, "NE", mod, zero),
                    cmp(b, "NE", cmp(b, "LT", o.y, zero), cmp(b, "LT", mod, zero)));
-  output(c, &o, sel(b, fix, bin(b, "add", mod, o.y), mod));
+  output(c, &o, sel(b, fix, bin(b, TT_OP_ADD, mod, o.y), mod));
   return NULL;
 }
 
@@ -252,7 +248,7 @@ static tt_error *lower_fmod(tt_lower_ctx *c) {
   if (dt == TT_BOOL) return tt_lc_decline(c, "fmod of bool");
   binop o;
   TT_TRY(setup2(c, 0, 1, dt, &o));
-  output(c, &o, bin(tt_lc_builder(c), "remainder", o.x, o.y));
+  output(c, &o, bin(tt_lc_builder(c), TT_OP_REMAINDER, o.x, o.y));
   return NULL;
 }
 
@@ -263,14 +259,14 @@ static tt_error *lower_fmod(tt_lower_ctx *c) {
  * for RMSNorm's x.pow(2)). float16/bfloat16 keep the generic power: ATen
  * rounds their x*x*x per multiply but computes their 0.5 power with powf. */
 static bool pow_by_exponent(tt_builder *b, double e, tt_val x, tt_val *r) {
-  if (e == 0) *r = K(b, x, 1);
+  if (e == 0) *r = tt_full_like(b, x, 1);
   else if (e == 1) *r = x;
-  else if (e == 2) *r = bin(b, "multiply", x, x);
-  else if (e == 3) *r = bin(b, "multiply", bin(b, "multiply", x, x), x);
-  else if (e == 0.5) *r = tt_b_unary(b, "sqrt", x);
-  else if (e == -0.5) *r = tt_b_unary(b, "rsqrt", x);
-  else if (e == -1) *r = bin(b, "divide", K(b, x, 1), x);
-  else if (e == -2) *r = bin(b, "divide", K(b, x, 1), bin(b, "multiply", x, x));
+  else if (e == 2) *r = bin(b, TT_OP_MULTIPLY, x, x);
+  else if (e == 3) *r = bin(b, TT_OP_MULTIPLY, bin(b, TT_OP_MULTIPLY, x, x), x);
+  else if (e == 0.5) *r = tt_b_un(b, TT_OP_SQRT, x);
+  else if (e == -0.5) *r = tt_b_un(b, TT_OP_RSQRT, x);
+  else if (e == -1) *r = bin(b, TT_OP_DIVIDE, tt_full_like(b, x, 1), x);
+  else if (e == -2) *r = bin(b, TT_OP_DIVIDE, tt_full_like(b, x, 1), bin(b, TT_OP_MULTIPLY, x, x));
   else return false;
   return true;
 }
@@ -291,7 +287,7 @@ static tt_error *lower_pow(tt_lower_ctx *c) {
       return NULL;
     }
   }
-  output(c, &o, bin(b, "power", o.x, o.y));
+  output(c, &o, bin(b, TT_OP_POWER, o.x, o.y));
   return NULL;
 }
 
@@ -300,7 +296,7 @@ static tt_error *lower_atan2(tt_lower_ctx *c) {
   if (!tt_dtype_is_floating(dt)) dt = TT_DEFAULT_FLOAT;
   binop o;
   TT_TRY(setup2(c, 0, 1, dt, &o));
-  output(c, &o, bin(tt_lc_builder(c), "atan2", o.x, o.y));
+  output(c, &o, bin(tt_lc_builder(c), TT_OP_ATAN2, o.x, o.y));
   return NULL;
 }
 
@@ -314,9 +310,9 @@ static tt_error *min_max(tt_lower_ctx *c, bool is_max, bool propagate_nan) {
   TT_TRY(setup2(c, 0, 1, dt, &o));
   tt_val r;
   if (dt == TT_BOOL) {
-    r = bin(b, is_max ? "or" : "and", o.x, o.y);
+    r = bin(b, is_max ? TT_OP_OR : TT_OP_AND, o.x, o.y);
   } else {
-    r = bin(b, is_max ? "maximum" : "minimum", o.x, o.y);
+    r = bin(b, is_max ? TT_OP_MAXIMUM : TT_OP_MINIMUM, o.x, o.y);
     if (tt_dtype_is_floating(dt)) {
       if (propagate_nan) {
         r = sel(b, isnan_(b, o.y), o.y, r);
@@ -358,7 +354,7 @@ static tt_error *lower_ge(tt_lower_ctx *c) { return compare(c, "GE"); }
 /* ------------------------------------------------------------ logical, bitwise */
 
 /* Each operand is truth-tested in its own dtype; the result is bool. */
-static tt_error *logical(tt_lower_ctx *c, const char *op) {
+static tt_error *logical(tt_lower_ctx *c, tt_op op) {
   int args[2] = {0, 1};
   bshape s;
   TT_TRY(broadcast(c, args, 2, &s));
@@ -367,12 +363,12 @@ static tt_error *logical(tt_lower_ctx *c, const char *op) {
   tt_lc_output(c, bin(tt_lc_builder(c), op, x, y));
   return NULL;
 }
-static tt_error *lower_logical_and(tt_lower_ctx *c) { return logical(c, "and"); }
-static tt_error *lower_logical_or(tt_lower_ctx *c) { return logical(c, "or"); }
-static tt_error *lower_logical_xor(tt_lower_ctx *c) { return logical(c, "xor"); }
+static tt_error *lower_logical_and(tt_lower_ctx *c) { return logical(c, TT_OP_AND); }
+static tt_error *lower_logical_or(tt_lower_ctx *c) { return logical(c, TT_OP_OR); }
+static tt_error *lower_logical_xor(tt_lower_ctx *c) { return logical(c, TT_OP_XOR); }
 
 /* Integers and bool only; CPU raises PyTorch's error for floats. */
-static tt_error *bitwise(tt_lower_ctx *c, const char *op) {
+static tt_error *bitwise(tt_lower_ctx *c, tt_op op) {
   tt_dtype dt = result2(c, 0, 1);
   if (tt_dtype_is_floating(dt)) return tt_lc_decline(c, "%s on floating dtypes", tt_lc_op_name(c));
   int args[2] = {0, 1};
@@ -383,9 +379,9 @@ static tt_error *bitwise(tt_lower_ctx *c, const char *op) {
   tt_lc_output(c, bin(tt_lc_builder(c), op, x, y));
   return NULL;
 }
-static tt_error *lower_bitwise_and(tt_lower_ctx *c) { return bitwise(c, "and"); }
-static tt_error *lower_bitwise_or(tt_lower_ctx *c) { return bitwise(c, "or"); }
-static tt_error *lower_bitwise_xor(tt_lower_ctx *c) { return bitwise(c, "xor"); }
+static tt_error *lower_bitwise_and(tt_lower_ctx *c) { return bitwise(c, TT_OP_AND); }
+static tt_error *lower_bitwise_or(tt_lower_ctx *c) { return bitwise(c, TT_OP_OR); }
+static tt_error *lower_bitwise_xor(tt_lower_ctx *c) { return bitwise(c, TT_OP_XOR); }
 
 /* ------------------------------------------------------------ where */
 
@@ -429,8 +425,8 @@ static tt_error *clamp_common(tt_lower_ctx *c, int lo_arg, int hi_arg) {
     /* CPU supports bool only with a single Tensor bound */
     if (n != 2 || tt_lc_kind(c, args[1]) != TT_ARG_TENSOR)
       return tt_lc_decline(c, "clamp of bool");
-    if (has_lo) r = bin(b, "or", r, tt_operand(c, lo_arg, dt, s.nd, s.dims));
-    if (has_hi) r = bin(b, "and", r, tt_operand(c, hi_arg, dt, s.nd, s.dims));
+    if (has_lo) r = bin(b, TT_OP_OR, r, tt_operand(c, lo_arg, dt, s.nd, s.dims));
+    if (has_hi) r = bin(b, TT_OP_AND, r, tt_operand(c, hi_arg, dt, s.nd, s.dims));
     tt_lc_output(c, r);
     return NULL;
   }
@@ -480,14 +476,14 @@ static tt_error *lower_lerp(tt_lower_ctx *c) {
   bshape s;
   TT_TRY(broadcast(c, args, w_tensor ? 3 : 2, &s));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype cm = opmath(dt);
+  tt_dtype cm = tt_opmath(dt);
   tt_val x = operand(c, 0, dt, cm, &s), e = operand(c, 1, dt, cm, &s);
   /* a Scalar weight enters at opmath precision (PyTorch reads it as opmath_t) */
   tt_val w = operand_ex(c, 2, dt, cm, &s, true);
-  tt_val diff = bin(b, "subtract", e, x);
-  tt_val small = cmp(b, "LT", tt_b_unary(b, "abs", w), K(b, w, 0.5));
-  tt_val lo = bin(b, "add", x, bin(b, "multiply", w, diff));
-  tt_val hi = bin(b, "subtract", e, bin(b, "multiply", diff, bin(b, "subtract", K(b, w, 1), w)));
+  tt_val diff = bin(b, TT_OP_SUBTRACT, e, x);
+  tt_val small = cmp(b, "LT", tt_b_un(b, TT_OP_ABS, w), tt_full_like(b, w, 0.5));
+  tt_val lo = bin(b, TT_OP_ADD, x, bin(b, TT_OP_MULTIPLY, w, diff));
+  tt_val hi = bin(b, TT_OP_SUBTRACT, e, bin(b, TT_OP_MULTIPLY, diff, bin(b, TT_OP_SUBTRACT, tt_full_like(b, w, 1), w)));
   tt_lc_output(c, tt_b_convert(b, sel(b, small, lo, hi), dt));
   return NULL;
 }
@@ -509,13 +505,13 @@ static tt_error *addc(tt_lower_ctx *c, bool divide) {
   bshape s;
   TT_TRY(broadcast(c, args, 3, &s));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype cm = opmath(dt);
+  tt_dtype cm = tt_opmath(dt);
   tt_val x = operand(c, 0, dt, cm, &s), t1 = operand(c, 1, dt, cm, &s);
   tt_val t2 = operand(c, 2, dt, cm, &s);
-  tt_val v = is_none(c, 3) ? K(b, x, 1) : tt_b_broadcast_to(b, tt_lc_scalar(c, 3, cm), s.nd, s.dims);
-  tt_val r = divide ? bin(b, "divide", bin(b, "multiply", v, t1), t2)
-                    : bin(b, "multiply", bin(b, "multiply", v, t1), t2);
-  tt_lc_output(c, tt_b_convert(b, bin(b, "add", x, r), dt));
+  tt_val v = is_none(c, 3) ? tt_full_like(b, x, 1) : tt_b_broadcast_to(b, tt_lc_scalar(c, 3, cm), s.nd, s.dims);
+  tt_val r = divide ? bin(b, TT_OP_DIVIDE, bin(b, TT_OP_MULTIPLY, v, t1), t2)
+                    : bin(b, TT_OP_MULTIPLY, bin(b, TT_OP_MULTIPLY, v, t1), t2);
+  tt_lc_output(c, tt_b_convert(b, bin(b, TT_OP_ADD, x, r), dt));
   return NULL;
 }
 static tt_error *lower_addcmul(tt_lower_ctx *c) { return addc(c, false); }
@@ -523,7 +519,7 @@ static tt_error *lower_addcdiv(tt_lower_ctx *c) { return addc(c, true); }
 
 /* ------------------------------------------------------------ math tail */
 
-static tt_val un(tt_builder *b, const char *op, tt_val x) { return tt_b_unary(b, op, x); }
+static tt_val un(tt_builder *b, tt_op op, tt_val x) { return tt_b_un(b, op, x); }
 
 /* Common dtype of args a, b promoted to float (ints/bool -> float32). */
 static tt_dtype float_result2(const tt_lower_ctx *c, int a, int bb) {
@@ -540,17 +536,17 @@ static tt_error *float_only2(tt_lower_ctx *c, binop *o) {
 }
 
 /* xlogy / xlog1py: y NaN -> NaN; x == 0 -> 0; else x * log(y) (log1p(y)) */
-static tt_error *xlogy_common(tt_lower_ctx *c, const char *log_op) {
+static tt_error *xlogy_common(tt_lower_ctx *c, tt_op log_op) {
   binop o;
   TT_TRY(setup2(c, 0, 1, float_result2(c, 0, 1), &o));
   tt_builder *b = tt_lc_builder(c);
-  tt_val r = bin(b, "multiply", o.x, un(b, log_op, o.y));
-  r = sel(b, cmp(b, "EQ", o.x, K(b, o.x, 0)), K(b, r, 0), r);
-  output(c, &o, sel(b, isnan_(b, o.y), K(b, r, NAN), r));
+  tt_val r = bin(b, TT_OP_MULTIPLY, o.x, un(b, log_op, o.y));
+  r = sel(b, cmp(b, "EQ", o.x, tt_full_like(b, o.x, 0)), tt_full_like(b, r, 0), r);
+  output(c, &o, sel(b, isnan_(b, o.y), tt_full_like(b, r, NAN), r));
   return NULL;
 }
-static tt_error *lower_xlogy(tt_lower_ctx *c) { return xlogy_common(c, "log"); }
-static tt_error *lower_special_xlog1py(tt_lower_ctx *c) { return xlogy_common(c, "log_plus_one"); }
+static tt_error *lower_xlogy(tt_lower_ctx *c) { return xlogy_common(c, TT_OP_LOG); }
+static tt_error *lower_special_xlog1py(tt_lower_ctx *c) { return xlogy_common(c, TT_OP_LOG1P); }
 
 /* hypot: float16/bfloat16/float32 computed in float64 (exact square sum, one
  * rounding); float64 scaled: m sqrt(1 + (n/m)^2). inf wins over NaN. */
@@ -558,20 +554,20 @@ static tt_error *lower_hypot(tt_lower_ctx *c) {
   binop o;
   TT_TRY(float_only2(c, &o));
   tt_builder *b = tt_lc_builder(c);
-  tt_val x = un(b, "abs", o.x), y = un(b, "abs", o.y), r;
+  tt_val x = un(b, TT_OP_ABS, o.x), y = un(b, TT_OP_ABS, o.y), r;
   if (o.dt != TT_F64) {
     x = tt_b_convert(b, x, TT_F64);
     y = tt_b_convert(b, y, TT_F64);
-    r = un(b, "sqrt", bin(b, "add", bin(b, "multiply", x, x), bin(b, "multiply", y, y)));
+    r = un(b, TT_OP_SQRT, bin(b, TT_OP_ADD, bin(b, TT_OP_MULTIPLY, x, x), bin(b, TT_OP_MULTIPLY, y, y)));
   } else {
-    tt_val m = bin(b, "maximum", x, y), n = bin(b, "minimum", x, y);
-    tt_val q = bin(b, "divide", n, m);
-    r = bin(b, "multiply", m, un(b, "sqrt", bin(b, "add", K(b, q, 1), bin(b, "multiply", q, q))));
-    r = sel(b, cmp(b, "EQ", m, K(b, m, 0)), K(b, m, 0), r);
-    r = sel(b, bin(b, "or", isnan_(b, x), isnan_(b, y)), K(b, r, NAN), r);
+    tt_val m = bin(b, TT_OP_MAXIMUM, x, y), n = bin(b, TT_OP_MINIMUM, x, y);
+    tt_val q = bin(b, TT_OP_DIVIDE, n, m);
+    r = bin(b, TT_OP_MULTIPLY, m, un(b, TT_OP_SQRT, bin(b, TT_OP_ADD, tt_full_like(b, q, 1), bin(b, TT_OP_MULTIPLY, q, q))));
+    r = sel(b, cmp(b, "EQ", m, tt_full_like(b, m, 0)), tt_full_like(b, m, 0), r);
+    r = sel(b, bin(b, TT_OP_OR, isnan_(b, x), isnan_(b, y)), tt_full_like(b, r, NAN), r);
   }
-  tt_val inf = bin(b, "or", cmp(b, "EQ", x, K(b, x, INFINITY)), cmp(b, "EQ", y, K(b, y, INFINITY)));
-  r = sel(b, inf, K(b, r, INFINITY), r);
+  tt_val inf = bin(b, TT_OP_OR, cmp(b, "EQ", x, tt_full_like(b, x, INFINITY)), cmp(b, "EQ", y, tt_full_like(b, y, INFINITY)));
+  r = sel(b, inf, tt_full_like(b, r, INFINITY), r);
   tt_lc_output(c, tt_b_convert(b, r, o.dt));
   return NULL;
 }
@@ -590,8 +586,8 @@ static tt_error *lower_copysign(tt_lower_ctx *c) {
   TT_TRY(setup2(c, 0, 1, dt, &o));
   tt_builder *b = tt_lc_builder(c);
   tt_val x = tt_b_convert(b, o.x, dt), y = tt_b_convert(b, o.y, dt);
-  tt_val ax = un(b, "abs", x);
-  tt_lc_output(c, sel(b, sign_bit(b, y), un(b, "negate", ax), ax));
+  tt_val ax = un(b, TT_OP_ABS, x);
+  tt_lc_output(c, sel(b, sign_bit(b, y), un(b, TT_OP_NEGATE, ax), ax));
   return NULL;
 }
 
@@ -618,18 +614,18 @@ static tt_error *lower_nextafter(tt_lower_ctx *c) {
   tt_val mask = tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, mag_mask), is.ndim, is.dims);
   tt_val infk = tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, inf_bits), is.ndim, is.dims);
   tt_val bx = tt_b_bitcast(b, x, is), by = tt_b_bitcast(b, y, is);
-  tt_val mx = bin(b, "and", bx, mask), my = bin(b, "and", by, mask);
-  tt_val kx = sel(b, cmp(b, "LT", bx, zero), un(b, "negate", mx), mx);
-  tt_val ky = sel(b, cmp(b, "LT", by, zero), un(b, "negate", my), my);
-  tt_val nan = bin(b, "or", cmp(b, "GT", mx, infk), cmp(b, "GT", my, infk));
+  tt_val mx = bin(b, TT_OP_AND, bx, mask), my = bin(b, TT_OP_AND, by, mask);
+  tt_val kx = sel(b, cmp(b, "LT", bx, zero), un(b, TT_OP_NEGATE, mx), mx);
+  tt_val ky = sel(b, cmp(b, "LT", by, zero), un(b, TT_OP_NEGATE, my), my);
+  tt_val nan = bin(b, TT_OP_OR, cmp(b, "GT", mx, infk), cmp(b, "GT", my, infk));
   tt_val away = cmp(b, "EQ", cmp(b, "GT", ky, kx), cmp(b, "GT", kx, zero));
-  tt_val step = sel(b, away, bin(b, "add", bx, one), bin(b, "subtract", bx, one));
+  tt_val step = sel(b, away, bin(b, TT_OP_ADD, bx, one), bin(b, TT_OP_SUBTRACT, bx, one));
   /* bits of the smallest subnormal, with y's sign */
-  tt_val tiny = sel(b, cmp(b, "LT", ky, zero), bin(b, "or", one, un(b, "not", mask)), one);
+  tt_val tiny = sel(b, cmp(b, "LT", ky, zero), bin(b, TT_OP_OR, one, un(b, TT_OP_NOT, mask)), one);
   tt_val rb = sel(b, cmp(b, "EQ", kx, zero), tiny, step);
   tt_val r = tt_b_bitcast(b, rb, tt_b_shape(b, x));
   r = sel(b, cmp(b, "EQ", kx, ky), y, r);
-  tt_lc_output(c, sel(b, nan, K(b, x, NAN), r));
+  tt_lc_output(c, sel(b, nan, tt_full_like(b, x, NAN), r));
   return NULL;
 }
 
@@ -645,11 +641,11 @@ static tt_error *lower_heaviside(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_val x = tt_operand(c, 0, dt, s.nd, s.dims), v = tt_operand(c, 1, dt, s.nd, s.dims);
   if (dt == TT_BOOL) {
-    tt_lc_output(c, bin(b, "or", x, v));
+    tt_lc_output(c, bin(b, TT_OP_OR, x, v));
     return NULL;
   }
-  tt_val pos = sel(b, cmp(b, "GT", x, K(b, x, 0)), K(b, x, 1), K(b, x, 0));
-  tt_lc_output(c, sel(b, cmp(b, "EQ", x, K(b, x, 0)), v, pos));
+  tt_val pos = sel(b, cmp(b, "GT", x, tt_full_like(b, x, 0)), tt_full_like(b, x, 1), tt_full_like(b, x, 0));
+  tt_lc_output(c, sel(b, cmp(b, "EQ", x, tt_full_like(b, x, 0)), v, pos));
   return NULL;
 }
 
@@ -661,15 +657,15 @@ static tt_error *logaddexp_common(tt_lower_ctx *c, bool base2) {
   tt_builder *b = tt_lc_builder(c);
   tt_val a = o.x, y = o.y;
   tt_val m = sel(b, cmp(b, "LT", a, y), y, a);
-  tt_val nd = un(b, "negate", un(b, "abs", bin(b, "subtract", a, y)));
+  tt_val nd = un(b, TT_OP_NEGATE, un(b, TT_OP_ABS, bin(b, TT_OP_SUBTRACT, a, y)));
   tt_val r;
   if (base2)
-    r = bin(b, "multiply", un(b, "log_plus_one", bin(b, "power", K(b, nd, 2), nd)),
-            K(b, nd, 1 / M_LN2));
+    r = bin(b, TT_OP_MULTIPLY, un(b, TT_OP_LOG1P, bin(b, TT_OP_POWER, tt_full_like(b, nd, 2), nd)),
+            tt_full_like(b, nd, 1 / M_LN2));
   else
-    r = un(b, "log_plus_one", un(b, "exponential", nd));
-  r = bin(b, "add", m, r);
-  tt_val same_inf = bin(b, "and", cmp(b, "EQ", un(b, "abs", a), K(b, a, INFINITY)),
+    r = un(b, TT_OP_LOG1P, un(b, TT_OP_EXPONENTIAL, nd));
+  r = bin(b, TT_OP_ADD, m, r);
+  tt_val same_inf = bin(b, TT_OP_AND, cmp(b, "EQ", un(b, TT_OP_ABS, a), tt_full_like(b, a, INFINITY)),
                         cmp(b, "EQ", a, y));
   output(c, &o, sel(b, same_inf, a, r));
   return NULL;
@@ -689,7 +685,7 @@ static tt_error *lower_float_power(tt_lower_ctx *c) {
                       : arg_dtype(c, 0) == TT_I32 ? "Int" : "Bool");
   binop o;
   TT_TRY(setup2(c, 0, 1, TT_F64, &o));
-  output(c, &o, bin(tt_lc_builder(c), "power", o.x, o.y));
+  output(c, &o, bin(tt_lc_builder(c), TT_OP_POWER, o.x, o.y));
   return NULL;
 }
 
@@ -714,16 +710,16 @@ static tt_error *shift(tt_lower_ctx *c, bool left) {
   tt_builder *b = tt_lc_builder(c);
   int bits = dtype_bits(dt);
   bool is_signed = tt_dtype_is_signed(dt);
-  tt_val oob = cmp(b, "GE", o.y, K(b, o.y, bits - (!left && is_signed)));
-  if (is_signed) oob = bin(b, "or", oob, cmp(b, "LT", o.y, K(b, o.y, 0)));
+  tt_val oob = cmp(b, "GE", o.y, tt_full_like(b, o.y, bits - (!left && is_signed)));
+  if (is_signed) oob = bin(b, TT_OP_OR, oob, cmp(b, "LT", o.y, tt_full_like(b, o.y, 0)));
   tt_val r;
   if (left) {
-    r = sel(b, oob, K(b, o.x, 0), bin(b, "shift_left", o.x, o.y));
+    r = sel(b, oob, tt_full_like(b, o.x, 0), bin(b, TT_OP_SHIFT_LEFT, o.x, o.y));
   } else if (is_signed) {
-    tt_val fill = bin(b, "shift_right_arithmetic", o.x, K(b, o.x, bits - 1));
-    r = sel(b, oob, fill, bin(b, "shift_right_arithmetic", o.x, o.y));
+    tt_val fill = bin(b, TT_OP_SHIFT_RIGHT_ARITHMETIC, o.x, tt_full_like(b, o.x, bits - 1));
+    r = sel(b, oob, fill, bin(b, TT_OP_SHIFT_RIGHT_ARITHMETIC, o.x, o.y));
   } else {
-    r = sel(b, oob, K(b, o.x, 0), bin(b, "shift_right_logical", o.x, o.y));
+    r = sel(b, oob, tt_full_like(b, o.x, 0), bin(b, TT_OP_SHIFT_RIGHT_LOGICAL, o.x, o.y));
   }
   output(c, &o, r);
   return NULL;
@@ -732,73 +728,26 @@ static tt_error *lower_lshift(tt_lower_ctx *c) { return shift(c, true); }
 static tt_error *lower_rshift(tt_lower_ctx *c) { return shift(c, false); }
 
 /* gcd by Euclid's algorithm in a stablehlo.while with a fixed trip count
- * (the worst case for the dtype: consecutive Fibonacci numbers). Region
- * text is appended line by line. */
-static void append(char *buf, size_t size, const char *fmt, ...) {
-  size_t n = strlen(buf);
-  if (n >= size) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + n, size - n, fmt, ap);
-  va_end(ap);
-}
-
+ * (the worst case for the dtype: consecutive Fibonacci numbers). The loop
+ * carries (i, a, b); a step maps (a, b) to (b mod a, a) where a != 0. */
 static tt_val gcd_vals(tt_builder *b, tt_val x, tt_val y) {
   tt_shape s = tt_b_shape(b, x);
   int bits = dtype_bits(s.dtype);
   int trips = bits == 8 ? 15 : bits == 16 ? 26 : bits == 32 ? 48 : 95;
-  char T[160], E[16], P[160], r[4096] = "";
-  tt_shape ps = s;
-  ps.dtype = TT_BOOL;
-  tt_shape_print(&s, T, sizeof T);
-  tt_shape_print(&ps, P, sizeof P);
-  snprintf(E, sizeof E, "%s", tt_dtype_mlir(s.dtype));
-  const char *I = "tensor<i32>";
-  const char *cmp_type = tt_dtype_is_signed(s.dtype) ? "SIGNED" : "UNSIGNED";
-  append(r, sizeof r, "    ^bb0(%%gi: %s, %%ga: %s, %%gb: %s):\n", I, T, T);
-  append(r, sizeof r, "      %%gn = \"stablehlo.constant\"() {value = dense<%d> : %s} : () -> %s\n",
-         trips, I, I);
-  append(r, sizeof r,
-         "      %%gc = \"stablehlo.compare\"(%%gi, %%gn) {comparison_direction = "
-         "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} "
-         ": (%s, %s) -> tensor<i1>\n", I, I);
-  append(r, sizeof r, "      \"stablehlo.return\"(%%gc) : (tensor<i1>) -> ()\n    }, {\n");
-  append(r, sizeof r, "    ^bb0(%%gi: %s, %%ga: %s, %%gb: %s):\n", I, T, T);
-  append(r, sizeof r, "      %%g1 = \"stablehlo.constant\"() {value = dense<1> : %s} : () -> %s\n",
-         I, I);
-  append(r, sizeof r, "      %%gi2 = \"stablehlo.add\"(%%gi, %%g1) : (%s, %s) -> %s\n", I, I, I);
-  append(r, sizeof r,
-         "      %%gz0 = \"stablehlo.constant\"() {value = dense<0> : tensor<%s>} : () -> tensor<%s>\n",
-         E, E);
-  append(r, sizeof r,
-         "      %%gz = \"stablehlo.broadcast_in_dim\"(%%gz0) {broadcast_dimensions = array<i64>} : "
-         "(tensor<%s>) -> %s\n", E, T);
-  append(r, sizeof r,
-         "      %%go0 = \"stablehlo.constant\"() {value = dense<1> : tensor<%s>} : () -> tensor<%s>\n",
-         E, E);
-  append(r, sizeof r,
-         "      %%go = \"stablehlo.broadcast_in_dim\"(%%go0) {broadcast_dimensions = array<i64>} : "
-         "(tensor<%s>) -> %s\n", E, T);
-  append(r, sizeof r,
-         "      %%gnz = \"stablehlo.compare\"(%%ga, %%gz) {comparison_direction = "
-         "#stablehlo<comparison_direction NE>, compare_type = #stablehlo<comparison_type %s>} : "
-         "(%s, %s) -> %s\n", cmp_type, T, T, P);
-  append(r, sizeof r, "      %%gsa = \"stablehlo.select\"(%%gnz, %%ga, %%go) : (%s, %s, %s) -> %s\n",
-         P, T, T, T);
-  append(r, sizeof r, "      %%gr = \"stablehlo.remainder\"(%%gb, %%gsa) : (%s, %s) -> %s\n", T, T, T);
-  append(r, sizeof r, "      %%ga2 = \"stablehlo.select\"(%%gnz, %%gr, %%gz) : (%s, %s, %s) -> %s\n",
-         P, T, T, T);
-  append(r, sizeof r, "      %%gb2 = \"stablehlo.select\"(%%gnz, %%ga, %%gb) : (%s, %s, %s) -> %s\n",
-         P, T, T, T);
-  append(r, sizeof r, "      \"stablehlo.return\"(%%gi2, %%ga2, %%gb2) : (%s, %s, %s) -> ()", I, T, T);
   tt_val a = x, bb = y;
   if (tt_dtype_is_signed(s.dtype)) {
-    a = un(b, "abs", x);
-    bb = un(b, "abs", y);
+    a = un(b, TT_OP_ABS, x);
+    bb = un(b, TT_OP_ABS, y);
   }
-  tt_val ins[3] = {tt_b_constant(b, TT_I32, 0), a, bb}, res[3];
-  tt_shape outs[3] = {tt_shape_scalar(TT_I32), s, s};
-  tt_b_op_multi(b, "stablehlo.while", ins, 3, NULL, r, outs, 3, res);
+  tt_val init[3] = {tt_b_constant(b, TT_I32, 0), a, bb}, v[3], res[3];
+  if (!tt_b_while_begin(b, init, 3, v)) return TT_INVALID;
+  if (!tt_b_while_body(b, cmp(b, "LT", v[0], tt_b_constant(b, TT_I32, trips)), v)) return TT_INVALID;
+  tt_val i2 = bin(b, TT_OP_ADD, v[0], tt_b_constant(b, TT_I32, 1));
+  tt_val zero = tt_b_full(b, s, 0), one = tt_b_full(b, s, 1);
+  tt_val nz = cmp(b, "NE", v[1], zero);
+  tt_val r = bin(b, TT_OP_REMAINDER, v[2], sel(b, nz, v[1], one));
+  tt_val next[3] = {i2, sel(b, nz, r, zero), sel(b, nz, v[1], v[2])};
+  if (!tt_b_while_end(b, next, res)) return TT_INVALID;
   return res[2];
 }
 
@@ -822,10 +771,10 @@ static tt_error *lower_lcm(tt_lower_ctx *c) {
   TT_TRY(gcd_setup(c, &o));
   tt_builder *b = tt_lc_builder(c);
   tt_val g = gcd_vals(b, o.x, o.y);
-  tt_val zero = K(b, g, 0);
+  tt_val zero = tt_full_like(b, g, 0);
   tt_val nz = cmp(b, "NE", g, zero);
-  tt_val q = bin(b, "multiply", bin(b, "divide", o.x, sel(b, nz, g, K(b, g, 1))), o.y);
-  if (tt_dtype_is_signed(o.dt)) q = un(b, "abs", q);
+  tt_val q = bin(b, TT_OP_MULTIPLY, bin(b, TT_OP_DIVIDE, o.x, sel(b, nz, g, tt_full_like(b, g, 1))), o.y);
+  if (tt_dtype_is_signed(o.dt)) q = un(b, TT_OP_ABS, q);
   output(c, &o, sel(b, nz, q, zero));
   return NULL;
 }

@@ -43,7 +43,7 @@ tt_val ix_emit_gather(tt_builder *b, tt_val operand, tt_val indices, const int64
            "slice_sizes = %s, indices_are_sorted = false",
            f1, f2, f3, ivd, ss);
   tt_val ins[2] = {operand, indices};
-  return tt_b_op(b, "stablehlo.gather", ins, 2, attrs, out);
+  return tt_b_emit1(b, TT_OP_GATHER, ins, 2, attrs, out);
 }
 
 /* combine: NULL replaces, else a binary stablehlo op name ("add"). */
@@ -62,7 +62,7 @@ tt_val ix_emit_scatter(tt_builder *b, tt_val operand, tt_val indices, tt_val upd
   tt_b_region_binary(region, sizeof region, tt_b_dtype(b, operand), combine);
   tt_val ins[3] = {operand, indices, updates}, r = TT_INVALID;
   tt_shape out = tt_b_shape(b, operand);
-  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  tt_b_emit(b, TT_OP_SCATTER, ins, 3, attrs, region, &out, 1, &r);
   return r;
 }
 
@@ -91,7 +91,7 @@ tt_val ix_wrap_negative(tt_builder *b, tt_val idx, int64_t size) {
   tt_shape s = tt_b_shape(b, idx);
   tt_val zero = tt_b_full(b, s, 0), n = tt_b_full(b, s, (double)size);
   tt_val neg = tt_b_compare(b, "LT", idx, zero);
-  return tt_b_select(b, neg, tt_b_binary(b, "add", idx, n), idx);
+  return tt_b_select(b, neg, tt_b_bin(b, TT_OP_ADD, idx, n), idx);
 }
 
 /* Dimension numbers shared by index_select (gather) and index_add (scatter):

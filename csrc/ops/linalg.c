@@ -21,7 +21,7 @@
 static tt_error *axpby(tt_lower_ctx *c, int self_i, int beta_i, int alpha_i, tt_val prod,
                        tt_dtype dt) {
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = linalg_acc_dtype(dt);
+  tt_dtype acc = tt_opmath(dt);
   tt_shape ps = tt_b_shape(b, prod);
   const tt_tensor_ref *sr = tt_lc_ref(c, self_i);
   int n;
@@ -35,8 +35,8 @@ static tt_error *axpby(tt_lower_ctx *c, int self_i, int beta_i, int alpha_i, tt_
   tt_val alpha = tt_b_broadcast_to(b, tt_lc_scalar(c, alpha_i, acc), ps.ndim, ps.dims);
   tt_val zero = tt_b_full(b, tt_shape_make(acc, ps.ndim, ps.dims), 0);
   tt_val bs = tt_b_select(b, tt_b_compare(b, "EQ", beta, zero), zero,
-                          tt_b_binary(b, "multiply", beta, self));
-  tt_val r = tt_b_binary(b, "add", bs, tt_b_binary(b, "multiply", alpha, prod));
+                          tt_b_bin(b, TT_OP_MULTIPLY, beta, self));
+  tt_val r = tt_b_bin(b, TT_OP_ADD, bs, tt_b_bin(b, TT_OP_MULTIPLY, alpha, prod));
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
 }
@@ -66,7 +66,7 @@ static tt_error *same_dtype(tt_lower_ctx *c, const int *args, int n, tt_dtype *d
 
 /* [batch..., n, k] x [batch..., k, m] -> [batch..., n, m] in the accumulation dtype. */
 static tt_val bmatmul(tt_builder *b, tt_val x, tt_val y, int n_batch, tt_dtype dt) {
-  tt_dtype acc = linalg_acc_dtype(dt);
+  tt_dtype acc = tt_opmath(dt);
   x = tt_b_convert(b, x, acc);
   y = tt_b_convert(b, y, acc);
   int64_t batch[TT_MAX_DIMS];
@@ -157,7 +157,7 @@ static tt_error *lower_addbmm(tt_lower_ctx *c) {
   TT_TRY(check_scalars(c, dt, 3, 4));
   TT_TRY(check_bmm(c, 1, 2));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = linalg_acc_dtype(dt);
+  tt_dtype acc = tt_opmath(dt);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 1), acc), y = tt_b_convert(b, tt_lc_tensor(c, 2), acc);
   int64_t lc[2] = {0, 2}, rc[2] = {0, 1};
   return axpby(c, 0, 3, 4, tt_b_dot_general(b, x, y, 0, NULL, NULL, 2, lc, rc, acc), dt);
@@ -201,7 +201,7 @@ static tt_error *lower_dot(tt_lower_ctx *c) {
   tt_dtype dt;
   TT_TRY(same_dtype(c, args, 2, &dt));
   tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = linalg_acc_dtype(dt);
+  tt_dtype acc = tt_opmath(dt);
   int64_t z[1] = {0};
   tt_val r = tt_b_dot_general(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc),
                               tt_b_convert(b, tt_lc_tensor(c, 1), acc), 0, NULL, NULL, 1, z, z, acc);
@@ -223,7 +223,7 @@ static tt_error *check_mv(tt_lower_ctx *c, int mi, int vi) {
 }
 
 static tt_val mv_product(tt_builder *b, tt_val m, tt_val v, tt_dtype dt) {
-  tt_dtype acc = linalg_acc_dtype(dt);
+  tt_dtype acc = tt_opmath(dt);
   int64_t lc[1] = {1}, rc[1] = {0};
   return tt_b_dot_general(b, tt_b_convert(b, m, acc), tt_b_convert(b, v, acc), 0, NULL, NULL, 1,
                           lc, rc, acc);

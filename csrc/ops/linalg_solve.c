@@ -19,7 +19,7 @@ static tt_error *lower_trace(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "trace: expected a matrix, but got tensor with dim %d",
                       xr->ndim);
   tt_dtype dt = xr->dtype;
-  tt_dtype out = linalg_is_float(dt) ? dt : TT_I64, acc = linalg_acc_dtype(out); /* half: float sum */
+  tt_dtype out = tt_dtype_is_floating(dt) ? dt : TT_I64, acc = tt_opmath(out); /* half: float sum */
   tt_builder *b = tt_lc_builder(c);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_shape is = tt_shape_make(TT_I64, 2, xr->sizes);
@@ -63,8 +63,8 @@ static tt_error *lower_linalg_cross(tt_lower_ctx *c) {
   tt_val parts[3];
   for (int k = 0; k < 3; k++) {
     int i1 = (k + 1) % 3, i2 = (k + 2) % 3;
-    parts[k] = tt_b_binary(b, "subtract", tt_b_binary(b, "multiply", xs[i1], ys[i2]),
-                           tt_b_binary(b, "multiply", xs[i2], ys[i1]));
+    parts[k] = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_bin(b, TT_OP_MULTIPLY, xs[i1], ys[i2]),
+                           tt_b_bin(b, TT_OP_MULTIPLY, xs[i2], ys[i1]));
   }
   tt_lc_output(c, tt_b_concat(b, parts, 3, (int)dim));
   return NULL;
@@ -131,7 +131,7 @@ static tt_error *tri_solve(tt_lower_ctx *c, int ai, int bi, bool upper, bool lef
            left ? "true" : "false", upper ? "false" : "true", unit ? "true" : "false",
            transpose ? "TRANSPOSE" : "NO_TRANSPOSE");
   tt_val ins[2] = {a, bb};
-  tt_lc_output(c, tt_b_op(b, "stablehlo.triangular_solve", ins, 2, attrs, tt_b_shape(b, bb)));
+  tt_lc_output(c, tt_b_emit1(b, TT_OP_TRIANGULAR_SOLVE, ins, 2, attrs, tt_b_shape(b, bb)));
   if (also_a) tt_lc_output(c, a_full);
   return NULL;
 }
@@ -184,19 +184,19 @@ static tt_error *lower_linalg_cholesky_ex(tt_lower_ctx *c) {
   tt_val ab = tt_b_broadcast_in_dim(b, a, n5, bd, map);
   tt_shape bis = tt_shape_make(TT_I64, n5, bd), bfs = tt_shape_make(dt, n5, bd);
   tt_val kk = tt_b_iota(b, bis, nb), ii = tt_b_iota(b, bis, nb + 1), jj = tt_b_iota(b, bis, nb + 2);
-  tt_val inside = tt_b_binary(b, "and", tt_b_compare(b, "LE", ii, kk), tt_b_compare(b, "LE", jj, kk));
+  tt_val inside = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "LE", ii, kk), tt_b_compare(b, "LE", jj, kk));
   tt_val eye = tt_b_select(b, tt_b_compare(b, "EQ", ii, jj), tt_b_full(b, bfs, 1), tt_b_full(b, bfs, 0));
   ab = tt_b_select(b, inside, ab, eye);
-  tt_val lb = tt_b_op(b, "stablehlo.cholesky", &ab, 1, "lower = true", bfs);
+  tt_val lb = tt_b_emit1(b, TT_OP_CHOLESKY, &ab, 1, "lower = true", bfs);
   lb = tri_mask(b, lb, true, false);
   /* finite per minor: all |x| < inf */
-  tt_val fin = tt_b_compare(b, "LT", tt_b_unary(b, "abs", lb), tt_b_full(b, bfs, INFINITY));
+  tt_val fin = tt_b_compare(b, "LT", tt_b_un(b, TT_OP_ABS, lb), tt_b_full(b, bfs, INFINITY));
   tt_val finf = tt_b_select(b, fin, tt_b_full(b, bfs, 0), tt_b_full(b, bfs, 1));
   int64_t last2[2] = {nb + 1, nb + 2};
   tt_val badk = tt_b_reduce(b, finf, tt_b_constant(b, dt, 0), last2, 2, "add"); /* [..., n] */
   tt_shape ks = tt_b_shape(b, badk), kis = ks;
   kis.dtype = TT_I32;
-  tt_val pos = tt_b_binary(b, "add", tt_b_iota(b, kis, nb), tt_b_full(b, kis, 1));
+  tt_val pos = tt_b_bin(b, TT_OP_ADD, tt_b_iota(b, kis, nb), tt_b_full(b, kis, 1));
   pos = tt_b_select(b, tt_b_compare(b, "GT", badk, tt_b_full(b, ks, 0)), pos,
                     tt_b_full(b, kis, (double)(n + 1)));
   int64_t kd[1] = {nb};
@@ -251,7 +251,7 @@ static tt_error *lower_diag_embed(tt_lower_ctx *c) {
   map[k] = off >= 0 ? d1 : d2;
   tt_val xb = tt_b_broadcast_in_dim(b, x, nd, od, map);
   tt_shape is = tt_shape_make(TT_I64, nd, od);
-  tt_val diff = tt_b_binary(b, "subtract", tt_b_iota(b, is, (int)d2), tt_b_iota(b, is, (int)d1));
+  tt_val diff = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_iota(b, is, (int)d2), tt_b_iota(b, is, (int)d1));
   tt_val on = tt_b_compare(b, "EQ", diff, tt_b_full(b, is, (double)off));
   tt_lc_output(c, tt_b_select(b, on, xb, tt_b_full(b, tt_shape_make(xr->dtype, nd, od), 0)));
   return NULL;

@@ -1,6 +1,7 @@
 /* Helpers shared by the nn* lowering families (nn, nn_norm, nn_loss,
- * nn_resample, nn_pool): dtype checks, broadcasting binary ops, sums,
- * static gathers/scatters along one dim. Declared in nn_common.h. */
+ * nn_resample, nn_pool): sums, optional arguments, static gathers and
+ * scatters along one dim (dtype rules and arithmetic are in common.h).
+ * Declared in nn_common.h. */
 
 #include <inttypes.h>
 #include <math.h>
@@ -10,45 +11,9 @@
 
 #include "ops/nn_common.h"
 
-tt_dtype nn_opmath(tt_dtype dt) { return (dt == TT_F16 || dt == TT_BF16) ? TT_F32 : dt; }
-
-bool nn_is_float_dt(tt_dtype dt) {
-  return dt == TT_F16 || dt == TT_BF16 || dt == TT_F32 || dt == TT_F64;
-}
-
-/* Elementwise binary op; a 0-d or lower-rank operand is broadcast
- * (right-aligned) to the other's shape. */
-tt_val nn_bin(tt_builder *b, const char *op, tt_val x, tt_val y) {
-  tt_shape sx = tt_b_shape(b, x), sy = tt_b_shape(b, y);
-  if (sx.ndim > sy.ndim || (sx.ndim == sy.ndim && tt_shape_numel(&sx) > tt_shape_numel(&sy)))
-    y = tt_b_broadcast_to(b, y, sx.ndim, sx.dims);
-  else if (sy.ndim > sx.ndim || tt_shape_numel(&sy) > tt_shape_numel(&sx))
-    x = tt_b_broadcast_to(b, x, sy.ndim, sy.dims);
-  return tt_b_binary(b, op, x, y);
-}
-
-tt_val nn_add(tt_builder *b, tt_val x, tt_val y) { return nn_bin(b, "add", x, y); }
-
-tt_val nn_sub(tt_builder *b, tt_val x, tt_val y) { return nn_bin(b, "subtract", x, y); }
-
-tt_val nn_mul(tt_builder *b, tt_val x, tt_val y) { return nn_bin(b, "multiply", x, y); }
-
-tt_val nn_dvd(tt_builder *b, tt_val x, tt_val y) { return nn_bin(b, "divide", x, y); }
-
-tt_val nn_cst(tt_builder *b, tt_val like, double v) {
-  return tt_b_constant(b, tt_b_dtype(b, like), v);
-}
-
 /* Sum over dims without changing dtype (caller already in opmath). */
 tt_val nn_rsum(tt_builder *b, tt_val x, const int64_t *dims, int n) {
   return tt_b_reduce(b, x, tt_b_constant(b, tt_b_dtype(b, x), 0), dims, n, "add");
-}
-
-/* Reshape x (a [C] vector) so it broadcasts along dim `axis` of an
- * ndim-dimensional shape `dims`. */
-tt_val nn_along(tt_builder *b, tt_val v, int ndim, const int64_t *dims, int axis) {
-  int64_t map[1] = {axis};
-  return tt_b_broadcast_in_dim(b, v, ndim, dims, map);
 }
 
 /* Reads optional tensor argument i converted to dt, or TT_INVALID if None. */
@@ -62,16 +27,6 @@ bool nn_shape_is(const tt_tensor_ref *r, int ndim, const int64_t *dims) {
   for (int i = 0; i < ndim; i++)
     if (r->sizes[i] != dims[i]) return false;
   return true;
-}
-
-/* x restricted to [start, end) along dim d. */
-tt_val nn_slice_dim(tt_builder *b, tt_val x, int d, int64_t start, int64_t end) {
-  tt_shape s = tt_b_shape(b, x);
-  int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
-  for (int i = 0; i < s.ndim; i++) li[i] = s.dims[i];
-  st[d] = start;
-  li[d] = end;
-  return tt_b_slice(b, x, st, li, NULL);
 }
 
 /* Static 1-D constant (i64 indices, or float weights printed exactly). */
@@ -91,7 +46,7 @@ tt_val nn_const_vec_dt(tt_builder *b, tt_dtype dt, const double *v, const int64_
   char ty[64];
   tt_shape_print(&s, ty, sizeof ty);
   snprintf(attrs + off, cap - off, "]> : %s", ty);
-  tt_val r = tt_b_op(b, "stablehlo.constant", NULL, 0, attrs, s);
+  tt_val r = tt_b_emit1(b, TT_OP_CONSTANT, NULL, 0, attrs, s);
   free(attrs);
   return r;
 }
@@ -117,7 +72,7 @@ tt_val nn_take_dim(tt_builder *b, tt_val x, int d, const int64_t *idx, int64_t n
            "indices_are_sorted = false",
            offs, d, d, ss);
   tt_val ins[2] = {x, ix};
-  return tt_b_op(b, "stablehlo.gather", ins, 2, attrs, out);
+  return tt_b_emit1(b, TT_OP_GATHER, ins, 2, attrs, out);
 }
 
 /* Transpose of take_dim: zeros with dim d of size m, g's slices added at idx. */
@@ -140,6 +95,6 @@ tt_val nn_put_add_dim(tt_builder *b, tt_val g, int d, const int64_t *idx, int64_
            wins, d, d);
   tt_b_region_binary(region, sizeof region, s.dtype, "add");
   tt_val ins[3] = {tt_b_full(b, out, 0), ix, g}, r = TT_INVALID;
-  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
+  tt_b_emit(b, TT_OP_SCATTER, ins, 3, attrs, region, &out, 1, &r);
   return r;
 }

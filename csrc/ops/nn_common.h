@@ -11,38 +11,13 @@
  * pooling lower. */
 #define UP_MAX 8192
 
-tt_dtype nn_opmath(tt_dtype dt);
-
-bool nn_is_float_dt(tt_dtype dt);
-
-/* Elementwise binary op; a 0-d or lower-rank operand is broadcast
- * (right-aligned) to the other's shape. */
-tt_val nn_bin(tt_builder *b, const char *op, tt_val x, tt_val y);
-
-tt_val nn_add(tt_builder *b, tt_val x, tt_val y);
-
-tt_val nn_sub(tt_builder *b, tt_val x, tt_val y);
-
-tt_val nn_mul(tt_builder *b, tt_val x, tt_val y);
-
-tt_val nn_dvd(tt_builder *b, tt_val x, tt_val y);
-
-tt_val nn_cst(tt_builder *b, tt_val like, double v);
-
 /* Sum over dims without changing dtype (caller already in opmath). */
 tt_val nn_rsum(tt_builder *b, tt_val x, const int64_t *dims, int n);
-
-/* Reshape x (a [C] vector) so it broadcasts along dim `axis` of an
- * ndim-dimensional shape `dims`. */
-tt_val nn_along(tt_builder *b, tt_val v, int ndim, const int64_t *dims, int axis);
 
 /* Reads optional tensor argument i converted to dt, or TT_INVALID if None. */
 tt_val nn_opt_tensor(tt_lower_ctx *c, int i, tt_dtype dt);
 
 bool nn_shape_is(const tt_tensor_ref *r, int ndim, const int64_t *dims);
-
-/* x restricted to [start, end) along dim d. */
-tt_val nn_slice_dim(tt_builder *b, tt_val x, int d, int64_t start, int64_t end);
 
 /* Static 1-D constant (i64 indices, or float weights printed exactly). */
 tt_val nn_const_vec_dt(tt_builder *b, tt_dtype dt, const double *v, const int64_t *iv,

@@ -30,7 +30,7 @@ static tt_val reduce_loss(tt_builder *b, tt_val loss, int64_t reduction, tt_dtyp
   loss = tt_b_convert(b, tt_b_convert(b, loss, dt), tt_b_dtype(b, loss));
   tt_shape s = tt_b_shape(b, loss);
   tt_val r = rsum_all(b, loss);
-  if (reduction == RED_MEAN) r = nn_dvd(b, r, nn_cst(b, r, (double)tt_shape_numel(&s)));
+  if (reduction == RED_MEAN) r = tt_div(b, r, tt_scalar_like(b, r, (double)tt_shape_numel(&s)));
   return tt_b_convert(b, r, dt);
 }
 
@@ -61,7 +61,7 @@ typedef struct {
 static tt_error *nll_prepare(tt_lower_ctx *c, int si, bool is2d, nll_setup *s) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *x = tt_lc_ref(c, si), *t = tt_lc_ref(c, si + 1), *w = tt_lc_ref(c, si + 2);
-  if (!x || !t || !x->storage || !t->storage || !nn_is_float_dt(x->dtype))
+  if (!x || !t || !x->storage || !t->storage || !tt_dtype_is_floating(x->dtype))
     return tt_lc_decline(c, "unsupported arguments");
   if (t->dtype != TT_I64 && t->dtype != TT_U8)
     return tt_lc_fail(c, TT_ERR_RUNTIME, "expected scalar type Long but found %s",
@@ -98,7 +98,7 @@ static tt_error *nll_prepare(tt_lower_ctx *c, int si, bool is2d, nll_setup *s) {
   s->nd = x->ndim;
   s->C = x->sizes[s->cdim];
   s->dt = x->dtype;
-  s->acc = nn_opmath(x->dtype);
+  s->acc = tt_opmath(x->dtype);
   s->self = x;
   s->target = t;
   if (w) {
@@ -158,7 +158,7 @@ static tt_error *nll_forward(tt_lower_ctx *c, bool is2d) {
   tt_val picked = tt_b_select(b, s.onehot, x, tt_b_full(b, tt_b_shape(b, x), 0));
   int64_t cd[1] = {s.cdim};
   picked = nn_rsum(b, picked, cd, 1); /* target shape */
-  tt_val loss = tt_b_unary(b, "negate", nn_mul(b, picked, s.wt));
+  tt_val loss = tt_b_un(b, TT_OP_NEGATE, tt_mul(b, picked, s.wt));
   tt_val total = rsum_all(b, s.wt);
   if (reduction == RED_NONE) {
     tt_lc_output(c, tt_b_convert(b, loss, s.dt));
@@ -168,7 +168,7 @@ static tt_error *nll_forward(tt_lower_ctx *c, bool is2d) {
     return NULL;
   }
   tt_val sum = rsum_all(b, loss);
-  tt_val out = reduction == RED_MEAN ? nn_dvd(b, sum, total) : sum;
+  tt_val out = reduction == RED_MEAN ? tt_div(b, sum, total) : sum;
   tt_lc_output(c, tt_b_convert(b, out, s.dt));
   tt_lc_output(c, tt_b_convert(b, total, s.dt));
   return NULL;
@@ -197,11 +197,11 @@ static tt_error *nll_backward(tt_lower_ctx *c, bool is2d) {
     gv = tt_b_reshape(b, gv, 0, NULL);
     if (reduction == RED_MEAN) {
       tt_val t = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 6), s.acc), 0, NULL);
-      gv = nn_dvd(b, gv, t);
+      gv = tt_div(b, gv, t);
     }
     gv = tt_b_broadcast_to(b, gv, ts.ndim, ts.dims);
   }
-  tt_val per = tt_b_unary(b, "negate", nn_mul(b, s.wt, gv)); /* target shape */
+  tt_val per = tt_b_un(b, TT_OP_NEGATE, tt_mul(b, s.wt, gv)); /* target shape */
   /* ignored targets get no gradient, even when grad/total_weight is inf */
   per = tt_b_select(b, s.keep, per, tt_b_full(b, tt_b_shape(b, per), 0));
   tt_shape xs = tt_lc_ref_shape(s.self);
@@ -227,9 +227,9 @@ static tt_error *loss_operands(tt_lower_ctx *c, int a, tt_dtype *dt, tt_val *x, 
                                int *nd, int64_t *dims) {
   int args[2] = {a, a + 1};
   *dt = tt_result_type(c, args, 2);
-  if (!nn_is_float_dt(*dt)) return tt_lc_decline(c, "non-float loss");
+  if (!tt_dtype_is_floating(*dt)) return tt_lc_decline(c, "non-float loss");
   TT_TRY(tt_broadcast_args(c, args, 2, nd, dims));
-  tt_dtype acc = nn_opmath(*dt);
+  tt_dtype acc = tt_opmath(*dt);
   *x = tt_operand(c, a, acc, *nd, dims);
   *t = tt_operand(c, a + 1, acc, *nd, dims);
   return NULL;
@@ -257,7 +257,7 @@ static tt_error *loss_grad(tt_lower_ctx *c, int64_t reduction, tt_dtype acc, int
   int64_t n = 1;
   for (int i = 0; i < nd; i++) n *= dims[i];
   if (gr->ndim != 0) return tt_lc_decline(c, "grad shape");
-  if (reduction == RED_MEAN) gv = nn_dvd(b, gv, tt_b_constant(b, acc, (double)n));
+  if (reduction == RED_MEAN) gv = tt_div(b, gv, tt_b_constant(b, acc, (double)n));
   *g = tt_b_broadcast_to(b, gv, nd, dims);
   return NULL;
 }
@@ -272,8 +272,8 @@ static tt_error *lower_mse_loss(tt_lower_ctx *c) {
   int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
   TT_TRY(check_reduction(c, reduction));
   TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
-  tt_val d = nn_sub(b, x, t);
-  tt_val loss = nn_mul(b, d, d);
+  tt_val d = tt_sub(b, x, t);
+  tt_val loss = tt_mul(b, d, d);
   tt_lc_output(c, reduce_loss(b, loss, reduction, dt));
   return NULL;
 }
@@ -289,8 +289,8 @@ static tt_error *lower_mse_loss_backward(tt_lower_ctx *c) {
   TT_TRY(loss_operands(c, 1, &dt, &x, &t, &nd, dims));
   dt = tt_result_type(c, args, 3);
   int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
-  TT_TRY(loss_grad(c, reduction, nn_opmath(dt), nd, dims, &g));
-  tt_val r = nn_mul(b, nn_mul(b, nn_sub(b, x, t), g), nn_cst(b, g, 2.0));
+  TT_TRY(loss_grad(c, reduction, tt_opmath(dt), nd, dims, &g));
+  tt_val r = tt_mul(b, tt_mul(b, tt_sub(b, x, t), g), tt_scalar_like(b, g, 2.0));
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
 }
@@ -299,7 +299,7 @@ static tt_error *lower_mse_loss_backward(tt_lower_ctx *c) {
 static tt_error *lower_binary_cross_entropy(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *x = tt_lc_ref(c, 0), *t = tt_lc_ref(c, 1), *w = tt_lc_ref(c, 2);
-  if (!x || !t || !x->storage || !t->storage || !nn_is_float_dt(x->dtype) || t->dtype != x->dtype)
+  if (!x || !t || !x->storage || !t->storage || !tt_dtype_is_floating(x->dtype) || t->dtype != x->dtype)
     return tt_lc_decline(c, "unsupported arguments");
   if (!nn_shape_is(t, x->ndim, x->sizes))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
@@ -308,17 +308,17 @@ static tt_error *lower_binary_cross_entropy(tt_lower_ctx *c) {
   if (w && (!w->storage || w->dtype != x->dtype)) return tt_lc_decline(c, "weight");
   int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
   TT_TRY(check_reduction(c, reduction));
-  tt_dtype acc = nn_opmath(x->dtype);
+  tt_dtype acc = tt_opmath(x->dtype);
   tt_val xv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val tv = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
-  tt_val lo = nn_cst(b, xv, -100.0);
-  tt_val lx = nn_bin(b, "maximum", tt_b_unary(b, "log", xv), lo);
-  tt_val l1x = nn_bin(b, "maximum", tt_b_unary(b, "log_plus_one", tt_b_unary(b, "negate", xv)), lo);
+  tt_val lo = tt_scalar_like(b, xv, -100.0);
+  tt_val lx = tt_bin(b, TT_OP_MAXIMUM, tt_b_un(b, TT_OP_LOG, xv), lo);
+  tt_val l1x = tt_bin(b, TT_OP_MAXIMUM, tt_b_un(b, TT_OP_LOG1P, tt_b_un(b, TT_OP_NEGATE, xv)), lo);
   /* (target - 1) * log(1 - x) - target * log(x) */
-  tt_val loss = nn_sub(b, nn_mul(b, nn_sub(b, tv, nn_cst(b, tv, 1.0)), l1x), nn_mul(b, tv, lx));
+  tt_val loss = tt_sub(b, tt_mul(b, tt_sub(b, tv, tt_scalar_like(b, tv, 1.0)), l1x), tt_mul(b, tv, lx));
   if (w) {
     tt_val wv = tt_b_broadcast_to(b, nn_opt_tensor(c, 2, acc), x->ndim, x->sizes);
-    loss = nn_mul(b, loss, wv);
+    loss = tt_mul(b, loss, wv);
   }
   tt_lc_output(c, reduce_loss(b, loss, reduction, x->dtype));
   return NULL;
@@ -328,20 +328,20 @@ static tt_error *lower_binary_cross_entropy(tt_lower_ctx *c) {
 static tt_error *lower_binary_cross_entropy_backward(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *x = tt_lc_ref(c, 1), *t = tt_lc_ref(c, 2), *w = tt_lc_ref(c, 3);
-  if (!x || !t || !x->storage || !t->storage || !nn_is_float_dt(x->dtype) ||
+  if (!x || !t || !x->storage || !t->storage || !tt_dtype_is_floating(x->dtype) ||
       t->dtype != x->dtype || !nn_shape_is(t, x->ndim, x->sizes))
     return tt_lc_decline(c, "unsupported arguments");
   if (w && (!w->storage || w->dtype != x->dtype)) return tt_lc_decline(c, "weight");
   int64_t reduction = tt_lc_int(c, 4, RED_MEAN);
-  tt_dtype acc = nn_opmath(x->dtype);
+  tt_dtype acc = tt_opmath(x->dtype);
   tt_val g;
   TT_TRY(loss_grad(c, reduction, acc, x->ndim, x->sizes, &g));
   tt_val xv = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
   tt_val tv = tt_b_convert(b, tt_lc_tensor(c, 2), acc);
   /* grad * (x - t) / max((1 - x) * x, 1e-12) */
-  tt_val den = nn_bin(b, "maximum", nn_mul(b, nn_sub(b, nn_cst(b, xv, 1.0), xv), xv), nn_cst(b, xv, 1e-12));
-  tt_val r = nn_dvd(b, nn_mul(b, g, nn_sub(b, xv, tv)), den);
-  if (w) r = nn_mul(b, r, tt_b_broadcast_to(b, nn_opt_tensor(c, 3, acc), x->ndim, x->sizes));
+  tt_val den = tt_bin(b, TT_OP_MAXIMUM, tt_mul(b, tt_sub(b, tt_scalar_like(b, xv, 1.0), xv), xv), tt_scalar_like(b, xv, 1e-12));
+  tt_val r = tt_div(b, tt_mul(b, g, tt_sub(b, xv, tv)), den);
+  if (w) r = tt_mul(b, r, tt_b_broadcast_to(b, nn_opt_tensor(c, 3, acc), x->ndim, x->sizes));
   tt_lc_output(c, tt_b_convert(b, r, x->dtype));
   return NULL;
 }
@@ -365,16 +365,16 @@ static tt_error *huber_like(tt_lower_ctx *c, bool smooth) {
                       "values for delta.");
   if (smooth && delta == 0) return tt_lc_decline(c, "beta == 0");
   TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
-  tt_val z = tt_b_unary(b, "abs", nn_sub(b, x, t));
-  tt_val dl = nn_cst(b, z, delta), half = nn_cst(b, z, 0.5);
+  tt_val z = tt_b_un(b, TT_OP_ABS, tt_sub(b, x, t));
+  tt_val dl = tt_scalar_like(b, z, delta), half = tt_scalar_like(b, z, 0.5);
   tt_val small = tt_b_compare(b, "LT", z, tt_b_broadcast_to(b, dl, nd, dims));
-  tt_val quad = nn_mul(b, nn_mul(b, half, z), z);
+  tt_val quad = tt_mul(b, tt_mul(b, half, z), z);
   tt_val lin;
   if (smooth) {
-    quad = nn_dvd(b, quad, dl);
-    lin = nn_sub(b, z, nn_mul(b, half, dl));
+    quad = tt_div(b, quad, dl);
+    lin = tt_sub(b, z, tt_mul(b, half, dl));
   } else {
-    lin = nn_mul(b, dl, nn_sub(b, z, nn_mul(b, half, dl)));
+    lin = tt_mul(b, dl, tt_sub(b, z, tt_mul(b, half, dl)));
   }
   tt_val loss = tt_b_select(b, small, quad, lin);
   tt_lc_output(c, reduce_loss(b, loss, reduction, dt));
@@ -397,20 +397,20 @@ static tt_error *huber_like_backward(tt_lower_ctx *c, bool smooth) {
   TT_TRY(loss_operands(c, 1, &dt, &x, &t, &nd, dims));
   int args[3] = {0, 1, 2};
   dt = tt_result_type(c, args, 3);
-  TT_TRY(loss_grad(c, tt_lc_int(c, 3, RED_MEAN), nn_opmath(dt), nd, dims, &g));
-  tt_val d = nn_sub(b, x, t);
+  TT_TRY(loss_grad(c, tt_lc_int(c, 3, RED_MEAN), tt_opmath(dt), nd, dims, &g));
+  tt_val d = tt_sub(b, x, t);
   tt_val dl = tt_b_full(b, tt_b_shape(b, d), delta);
   tt_val ndl = tt_b_full(b, tt_b_shape(b, d), -delta);
   tt_val below = tt_b_compare(b, "LT", d, ndl), above = tt_b_compare(b, "GT", d, dl);
   tt_val r;
   if (smooth) {
     tt_val one = tt_b_full(b, tt_b_shape(b, d), 1.0), mone = tt_b_full(b, tt_b_shape(b, d), -1.0);
-    tt_val mid = nn_dvd(b, d, dl);
+    tt_val mid = tt_div(b, d, dl);
     r = tt_b_select(b, below, mone, tt_b_select(b, above, one, mid));
   } else {
     r = tt_b_select(b, below, ndl, tt_b_select(b, above, dl, d));
   }
-  tt_lc_output(c, tt_b_convert(b, nn_mul(b, r, g), dt));
+  tt_lc_output(c, tt_b_convert(b, tt_mul(b, r, g), dt));
   return NULL;
 }
 
@@ -437,8 +437,8 @@ static tt_error *lower_soft_margin_loss(tt_lower_ctx *c) {
   int64_t reduction = tt_lc_int(c, 2, RED_MEAN);
   TT_TRY(check_reduction(c, reduction));
   TT_TRY(loss_operands(c, 0, &dt, &x, &t, &nd, dims));
-  tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, nn_mul(b, tt_b_unary(b, "negate", x), t), dt)), dt);
-  tt_lc_output(c, reduce_loss(b, rd(b, tt_b_unary(b, "log_plus_one", z), dt), reduction, dt));
+  tt_val z = rd(b, tt_b_un(b, TT_OP_EXPONENTIAL, rd(b, tt_mul(b, tt_b_un(b, TT_OP_NEGATE, x), t), dt)), dt);
+  tt_lc_output(c, reduce_loss(b, rd(b, tt_b_un(b, TT_OP_LOG1P, z), dt), reduction, dt));
   return NULL;
 }
 
@@ -456,17 +456,17 @@ static tt_error *lower_soft_margin_loss_backward(tt_lower_ctx *c) {
   dt = tt_result_type(c, args, 3);
   int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
   TT_TRY(check_reduction(c, reduction));
-  tt_dtype acc = nn_opmath(dt);
+  tt_dtype acc = tt_opmath(dt);
   TT_TRY(loss_grad(c, reduction == RED_MEAN ? RED_SUM : reduction, acc, nd, dims, &g));
   int64_t n = 1;
   for (int i = 0; i < nd; i++) n *= dims[i];
   double norm = reduction == RED_MEAN ? 1.0 / (double)n : 1.0;
-  tt_val z = rd(b, tt_b_unary(b, "exponential", rd(b, nn_mul(b, tt_b_unary(b, "negate", t), x), dt)), dt);
+  tt_val z = rd(b, tt_b_un(b, TT_OP_EXPONENTIAL, rd(b, tt_mul(b, tt_b_un(b, TT_OP_NEGATE, t), x), dt)), dt);
   /* CPU: mul_out(gi, target, z).mul_(-norm); z.add_(1); gi.div_(z).mul_(grad) */
-  tt_val a = rd(b, nn_mul(b, t, z), dt);
-  a = rd(b, nn_mul(b, a, nn_cst(b, a, acc == TT_F64 ? -norm : (double)(float)-norm)), dt);
-  tt_val q = rd(b, nn_dvd(b, a, rd(b, nn_add(b, z, nn_cst(b, z, 1.0)), dt)), dt);
-  tt_lc_output(c, tt_b_convert(b, nn_mul(b, q, g), dt));
+  tt_val a = rd(b, tt_mul(b, t, z), dt);
+  a = rd(b, tt_mul(b, a, tt_scalar_like(b, a, acc == TT_F64 ? -norm : (double)(float)-norm)), dt);
+  tt_val q = rd(b, tt_div(b, a, rd(b, tt_add(b, z, tt_scalar_like(b, z, 1.0)), dt)), dt);
+  tt_lc_output(c, tt_b_convert(b, tt_mul(b, q, g), dt));
   return NULL;
 }
 
@@ -521,8 +521,8 @@ static tt_error *mm_prepare(tt_lower_ctx *c, int si, mm_setup *m) {
   tt_val xy = tt_b_reshape(b, tt_b_reduce(b, tt_b_select(b, m->onehot, m->x, zero), tt_b_constant(b, m->dt, 0),
                                           &one, 1, "add"), 2, d1);
   tt_val margin = tt_lc_scalar(c, si + 3, m->dt);
-  m->z = nn_add(b, nn_sub(b, tt_b_broadcast_to(b, margin, 2, d1), xy), m->x);
-  m->active = tt_b_binary(b, "and", tt_b_compare(b, "GT", m->z, zero), tt_b_unary(b, "not", m->onehot));
+  m->z = tt_add(b, tt_sub(b, tt_b_broadcast_to(b, margin, 2, d1), xy), m->x);
+  m->active = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "GT", m->z, zero), tt_b_un(b, TT_OP_NOT, m->onehot));
   m->wy = TT_INVALID;
   if (w) {
     tt_val wv = tt_b_convert(b, tt_lc_tensor(c, si + 4), m->dt);
@@ -537,17 +537,17 @@ static tt_error *lower_multi_margin_loss(tt_lower_ctx *c) {
   mm_setup m;
   TT_TRY(mm_prepare(c, 0, &m));
   tt_builder *b = tt_lc_builder(c);
-  tt_val h = m.p == 1 ? m.z : nn_mul(b, m.z, m.z);
-  if (m.wy != TT_INVALID) h = nn_mul(b, h, m.wy);
+  tt_val h = m.p == 1 ? m.z : tt_mul(b, m.z, m.z);
+  if (m.wy != TT_INVALID) h = tt_mul(b, h, m.wy);
   h = tt_b_select(b, m.active, h, tt_full_like(b, m.z, 0));
   int64_t one = 1;
-  tt_val row = nn_dvd(b, nn_rsum(b, h, &one, 1), tt_b_constant(b, m.dt, (double)m.C)); /* [N] */
+  tt_val row = tt_div(b, nn_rsum(b, h, &one, 1), tt_b_constant(b, m.dt, (double)m.C)); /* [N] */
   if (m.reduction == RED_NONE) {
     tt_lc_output(c, m.row_out ? row : tt_b_reshape(b, row, 0, NULL));
     return NULL;
   }
   tt_val r = rsum_all(b, row);
-  if (m.reduction == RED_MEAN) r = nn_dvd(b, r, tt_b_constant(b, m.dt, (double)m.N));
+  if (m.reduction == RED_MEAN) r = tt_div(b, r, tt_b_constant(b, m.dt, (double)m.N));
   tt_lc_output(c, r);
   return NULL;
 }
@@ -565,15 +565,15 @@ static tt_error *lower_multi_margin_loss_backward(tt_lower_ctx *c) {
   double g = m.reduction == RED_MEAN ? 1.0 / ((double)m.N * (double)m.C) : 1.0 / (double)m.C;
   if (m.dt == TT_F32) g = (double)(float)g;
   tt_val gk = tt_full_like(b, m.z, g);
-  tt_val h = m.p == 1 ? gk : nn_mul(b, nn_mul(b, nn_cst(b, m.z, 2), gk), m.z);
-  if (m.wy != TT_INVALID) h = nn_mul(b, h, m.wy);
+  tt_val h = m.p == 1 ? gk : tt_mul(b, tt_mul(b, tt_scalar_like(b, m.z, 2), gk), m.z);
+  if (m.wy != TT_INVALID) h = tt_mul(b, h, m.wy);
   h = tt_b_select(b, m.active, h, tt_full_like(b, m.z, 0));
   int64_t one = 1, d1[2] = {m.N, 1}, d2[2] = {m.N, m.C};
-  tt_val gt = tt_b_unary(b, "negate", tt_b_reshape(b, nn_rsum(b, h, &one, 1), 2, d1));
+  tt_val gt = tt_b_un(b, TT_OP_NEGATE, tt_b_reshape(b, nn_rsum(b, h, &one, 1), 2, d1));
   tt_val gi = tt_b_select(b, m.onehot, tt_b_broadcast_to(b, gt, 2, d2), h);
   tt_val go = tt_b_convert(b, tt_lc_tensor(c, 0), m.dt);
   go = per_row ? tt_b_broadcast_to(b, tt_b_reshape(b, go, 2, d1), 2, d2) : tt_b_broadcast_to(b, go, 2, d2);
-  gi = nn_mul(b, gi, go);
+  gi = tt_mul(b, gi, go);
   const tt_tensor_ref *x = tt_lc_ref(c, 1);
   tt_lc_output(c, tt_b_reshape(b, gi, x->ndim, x->sizes));
   return NULL;
@@ -609,25 +609,25 @@ static tt_error *lower_multilabel_margin_loss_forward(tt_lower_ctx *c) {
   tt_val kk = tt_b_iota(b, is3, 2);
   tt_val tj = tt_b_broadcast_in_dim(b, tv, 3, d3, (int64_t[]){0, 1});
   tt_val lj = tt_b_broadcast_in_dim(b, listed, 3, d3, (int64_t[]){0, 1});
-  tt_val hit = tt_b_binary(b, "and", tt_b_compare(b, "EQ", tj, kk), lj);
+  tt_val hit = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "EQ", tj, kk), lj);
   tt_val is_t = tt_b_reduce(b, hit, tt_b_constant(b, TT_BOOL, 0), &one, 1, "or"); /* [N, k] */
   tt_shape f3 = tt_shape_make(dt, 3, d3);
   tt_val xk = tt_b_broadcast_in_dim(b, xv, 3, d3, (int64_t[]){0, 2});
   tt_val xj = tt_b_reduce(b, tt_b_select(b, hit, xk, tt_b_full(b, f3, 0)), tt_b_constant(b, dt, 0), &two, 1,
                           "add"); /* [N, j]: x at class t_j (0 where not listed) */
-  tt_val z = nn_add(b, nn_sub(b, tt_b_full(b, f3, 1), tt_b_broadcast_in_dim(b, xj, 3, d3, (int64_t[]){0, 1})), xk);
+  tt_val z = tt_add(b, tt_sub(b, tt_b_full(b, f3, 1), tt_b_broadcast_in_dim(b, xj, 3, d3, (int64_t[]){0, 1})), xk);
   tt_val isk = tt_b_broadcast_in_dim(b, is_t, 3, d3, (int64_t[]){0, 2});
-  tt_val use = tt_b_binary(b, "and", tt_b_binary(b, "and", lj, tt_b_unary(b, "not", isk)),
+  tt_val use = tt_b_bin(b, TT_OP_AND, tt_b_bin(b, TT_OP_AND, lj, tt_b_un(b, TT_OP_NOT, isk)),
                            tt_b_compare(b, "GT", z, tt_b_full(b, f3, 0)));
   z = tt_b_select(b, use, z, tt_b_full(b, f3, 0));
   int64_t jk[2] = {1, 2};
-  tt_val row = nn_dvd(b, nn_rsum(b, z, jk, 2), tt_b_constant(b, dt, (double)C)); /* [N] */
+  tt_val row = tt_div(b, nn_rsum(b, z, jk, 2), tt_b_constant(b, dt, (double)C)); /* [N] */
   tt_val out;
   if (reduction == RED_NONE) {
     out = x->ndim == 2 ? row : tt_b_reshape(b, row, 0, NULL);
   } else {
     out = rsum_all(b, row);
-    if (reduction == RED_MEAN) out = nn_dvd(b, out, tt_b_constant(b, dt, (double)N));
+    if (reduction == RED_MEAN) out = tt_div(b, out, tt_b_constant(b, dt, (double)N));
   }
   tt_lc_output(c, out);
   tt_lc_output(c, tt_b_reshape(b, tt_b_convert(b, is_t, dt), x->ndim, x->sizes));

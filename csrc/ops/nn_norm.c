@@ -19,13 +19,13 @@
  * stats in training mode. */
 /* -(a * b) */
 static tt_val nn_negate_mul(tt_builder *b, tt_val x, tt_val y) {
-  return tt_b_unary(b, "negate", nn_mul(b, x, y));
+  return tt_b_un(b, TT_OP_NEGATE, tt_mul(b, x, y));
 }
 
 static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int train_arg) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *in = tt_lc_ref(c, 0);
-  if (!in || !nn_is_float_dt(in->dtype)) return tt_lc_decline(c, "non-float input");
+  if (!in || !tt_dtype_is_floating(in->dtype)) return tt_lc_decline(c, "non-float input");
   if (in->ndim < 2)
     return tt_lc_decline(c, "input of %d dims", in->ndim);
   int nd = in->ndim;
@@ -44,7 +44,7 @@ static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int tr
     if (params[k]->ndim != 1 || params[k]->sizes[0] != C)
       return tt_lc_decline(c, "parameter of unexpected shape");
     if (params[k]->dtype != in->dtype) {
-      if (!(params[k]->dtype == TT_F32 && nn_opmath(in->dtype) == TT_F32 && in->dtype != TT_F32))
+      if (!(params[k]->dtype == TT_F32 && tt_opmath(in->dtype) == TT_F32 && in->dtype != TT_F32))
         return tt_lc_decline(c, "mixed dtypes");
       pdt = TT_F32;
     }
@@ -57,7 +57,7 @@ static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int tr
    * reshaped input takes another); no one rounding scheme matches them all.
    * Without weight and bias that rounding stays within the dtype's relative
    * tolerance; with them, bias - mean * invstd * weight cancels and shows it. */
-  if (training && pdt != nn_opmath(pdt) && (w || bi))
+  if (training && pdt != tt_opmath(pdt) && (w || bi))
     return tt_lc_decline(c, "training with reduced-precision weight or bias");
   if (!training && !rm)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
@@ -69,7 +69,7 @@ static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int tr
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "Expected more than 1 value per channel when training, got input size "
                       "[%" PRId64 ", %" PRId64 "...]", in->sizes[0], C);
-  tt_dtype acc = nn_opmath(in->dtype);
+  tt_dtype acc = tt_opmath(in->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   int64_t rdims[TT_MAX_DIMS];
   int nr = 0;
@@ -77,23 +77,23 @@ static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int tr
     if (i != 1) rdims[nr++] = i;
   tt_val mean, invstd, var = TT_INVALID;
   if (training) {
-    mean = nn_dvd(b, nn_rsum(b, x, rdims, nr), tt_b_constant(b, acc, (double)n));
-    tt_val d = nn_sub(b, x, nn_along(b, mean, nd, in->sizes, 1));
-    var = nn_dvd(b, nn_rsum(b, nn_mul(b, d, d), rdims, nr), tt_b_constant(b, acc, (double)n));
-    invstd = tt_b_unary(b, "rsqrt", nn_add(b, var, tt_b_constant(b, acc, eps)));
+    mean = tt_div(b, nn_rsum(b, x, rdims, nr), tt_b_constant(b, acc, (double)n));
+    tt_val d = tt_sub(b, x, tt_along(b, mean, nd, in->sizes, 1));
+    var = tt_div(b, nn_rsum(b, tt_mul(b, d, d), rdims, nr), tt_b_constant(b, acc, (double)n));
+    invstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, var, tt_b_constant(b, acc, eps)));
   } else {
     mean = nn_opt_tensor(c, rm_arg, acc);
     tt_val v = nn_opt_tensor(c, rv_arg, acc);
-    invstd = tt_b_unary(b, "rsqrt", nn_add(b, v, tt_b_constant(b, acc, eps)));
+    invstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, v, tt_b_constant(b, acc, eps)));
   }
   /* y = x * alpha + beta with alpha = invstd * weight and beta = bias -
    * mean * alpha, the form (and rounding) of PyTorch's CPU kernel. */
   tt_val alpha = invstd;
-  if (w) alpha = nn_mul(b, alpha, nn_opt_tensor(c, 1, acc));
+  if (w) alpha = tt_mul(b, alpha, nn_opt_tensor(c, 1, acc));
   tt_val beta = nn_negate_mul(b, mean, alpha);
-  if (bi) beta = nn_add(b, nn_opt_tensor(c, 2, acc), beta);
-  tt_val y = nn_add(b, nn_mul(b, x, nn_along(b, alpha, nd, in->sizes, 1)),
-                    nn_along(b, beta, nd, in->sizes, 1));
+  if (bi) beta = tt_add(b, nn_opt_tensor(c, 2, acc), beta);
+  tt_val y = tt_add(b, tt_mul(b, x, tt_along(b, alpha, nd, in->sizes, 1)),
+                    tt_along(b, beta, nd, in->sizes, 1));
   tt_lc_output(c, tt_b_convert(b, y, in->dtype));
   if (training) {
     tt_lc_output(c, tt_b_convert(b, mean, pdt));
@@ -101,9 +101,9 @@ static tt_error *batch_norm_impl(tt_lower_ctx *c, int rm_arg, int rv_arg, int tr
     if (rm) {
       tt_val m = tt_b_constant(b, acc, momentum), om = tt_b_constant(b, acc, 1.0 - momentum);
       tt_val old_m = nn_opt_tensor(c, rm_arg, acc), old_v = nn_opt_tensor(c, rv_arg, acc);
-      tt_val unbiased = nn_mul(b, var, tt_b_constant(b, acc, (double)n / (double)(n - 1)));
-      tt_lc_write(c, rm_arg, -1, nn_add(b, nn_mul(b, old_m, om), nn_mul(b, mean, m)));
-      tt_lc_write(c, rv_arg, -1, nn_add(b, nn_mul(b, old_v, om), nn_mul(b, unbiased, m)));
+      tt_val unbiased = tt_mul(b, var, tt_b_constant(b, acc, (double)n / (double)(n - 1)));
+      tt_lc_write(c, rm_arg, -1, tt_add(b, tt_mul(b, old_m, om), tt_mul(b, mean, m)));
+      tt_lc_write(c, rv_arg, -1, tt_add(b, tt_mul(b, old_v, om), tt_mul(b, unbiased, m)));
     }
   } else {
     int64_t zero = 0;
@@ -129,7 +129,7 @@ static tt_error *lower_native_batch_norm_legit(tt_lower_ctx *c) {
 static tt_error *lower_native_batch_norm_backward(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *go = tt_lc_ref(c, 0), *in = tt_lc_ref(c, 1);
-  if (!go || !in || !nn_is_float_dt(in->dtype) || go->dtype != in->dtype || in->ndim < 2 ||
+  if (!go || !in || !tt_dtype_is_floating(in->dtype) || go->dtype != in->dtype || in->ndim < 2 ||
       !nn_shape_is(go, in->ndim, in->sizes))
     return tt_lc_decline(c, "unsupported arguments");
   int nd = in->ndim;
@@ -142,7 +142,7 @@ static tt_error *lower_native_batch_norm_backward(tt_lower_ctx *c) {
   if (!mr || !vr || mr->ndim != 1 || mr->sizes[0] != C || vr->ndim != 1 || vr->sizes[0] != C)
     return tt_lc_decline(c, "missing or odd statistics");
   if (w && (w->ndim != 1 || w->sizes[0] != C)) return tt_lc_decline(c, "odd weight");
-  tt_dtype acc = nn_opmath(in->dtype);
+  tt_dtype acc = tt_opmath(in->dtype);
   tt_dtype wdt = w ? w->dtype : (mr->dtype);
   int64_t n = 1;
   int64_t rdims[TT_MAX_DIMS];
@@ -153,23 +153,23 @@ static tt_error *lower_native_batch_norm_backward(tt_lower_ctx *c) {
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
   tt_val mean = nn_opt_tensor(c, mean_arg, acc);
   tt_val invstd = nn_opt_tensor(c, var_arg, acc);
-  if (!train) invstd = tt_b_unary(b, "rsqrt", nn_add(b, invstd, tt_b_constant(b, acc, eps)));
+  if (!train) invstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, invstd, tt_b_constant(b, acc, eps)));
   tt_val wv = w ? nn_opt_tensor(c, 2, acc) : tt_b_full(b, tt_shape_make(acc, 1, &C), 1.0);
-  tt_val d = nn_sub(b, x, nn_along(b, mean, nd, in->sizes, 1));
+  tt_val d = tt_sub(b, x, tt_along(b, mean, nd, in->sizes, 1));
   tt_val gsum = nn_rsum(b, g, rdims, nr);
-  tt_val dotp = nn_rsum(b, nn_mul(b, g, d), rdims, nr);
+  tt_val dotp = nn_rsum(b, tt_mul(b, g, d), rdims, nr);
   tt_val gi;
   if (train) {
     tt_val nn = tt_b_constant(b, acc, (double)n);
-    tt_val k = nn_dvd(b, nn_mul(b, nn_mul(b, dotp, invstd), invstd), nn);
-    tt_val gm = nn_dvd(b, gsum, nn);
-    gi = nn_sub(b, nn_sub(b, g, nn_along(b, gm, nd, in->sizes, 1)), nn_mul(b, d, nn_along(b, k, nd, in->sizes, 1)));
-    gi = nn_mul(b, gi, nn_along(b, nn_mul(b, invstd, wv), nd, in->sizes, 1));
+    tt_val k = tt_div(b, tt_mul(b, tt_mul(b, dotp, invstd), invstd), nn);
+    tt_val gm = tt_div(b, gsum, nn);
+    gi = tt_sub(b, tt_sub(b, g, tt_along(b, gm, nd, in->sizes, 1)), tt_mul(b, d, tt_along(b, k, nd, in->sizes, 1)));
+    gi = tt_mul(b, gi, tt_along(b, tt_mul(b, invstd, wv), nd, in->sizes, 1));
   } else {
-    gi = nn_mul(b, g, nn_along(b, nn_mul(b, invstd, wv), nd, in->sizes, 1));
+    gi = tt_mul(b, g, tt_along(b, tt_mul(b, invstd, wv), nd, in->sizes, 1));
   }
   tt_lc_output(c, tt_b_convert(b, gi, in->dtype));
-  tt_lc_output(c, tt_b_convert(b, nn_mul(b, dotp, invstd), wdt));
+  tt_lc_output(c, tt_b_convert(b, tt_mul(b, dotp, invstd), wdt));
   tt_lc_output(c, tt_b_convert(b, gsum, wdt));
   return NULL;
 }
@@ -186,7 +186,7 @@ static int norm_param_dtype(tt_dtype in, const tt_tensor_ref *const *params, int
     pdt = (int)params[k]->dtype;
   }
   if (pdt < 0 || pdt == (int)in) return (int)in;
-  if (pdt == TT_F32 && (in == TT_F16 || in == TT_BF16)) return TT_F32;
+  if (pdt == TT_F32 && tt_dtype_is_half(in)) return TT_F32;
   return -1;
 }
 
@@ -200,7 +200,7 @@ static tt_error *lower_native_layer_norm(tt_lower_ctx *c) {
   int64_t ns[TT_MAX_DIMS];
   int nn = tt_lc_int_list(c, 1, ns, TT_MAX_DIMS);
   double eps = tt_lc_double(c, 4, 1e-5);
-  if (!in || !in->storage || !nn_is_float_dt(in->dtype) || nn < 1)
+  if (!in || !in->storage || !tt_dtype_is_floating(in->dtype) || nn < 1)
     return tt_lc_decline(c, "unsupported arguments");
   int nd = in->ndim, axis = nd - nn;
   bool ok = axis >= 0;
@@ -227,17 +227,17 @@ static tt_error *lower_native_layer_norm(tt_lower_ctx *c) {
   for (int i = 0; i < axis; i++) M *= in->sizes[i];
   for (int i = axis; i < nd; i++) N *= in->sizes[i];
   if (M * N == 0) return tt_lc_decline(c, "empty input");
-  tt_dtype acc = nn_opmath(in->dtype);
+  tt_dtype acc = tt_opmath(in->dtype);
   int64_t mn[2] = {M, N}, n1[1] = {N}, d1[1] = {1};
   tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 2, mn);
   tt_val nconst = tt_b_constant(b, acc, (double)N);
-  tt_val mean = nn_dvd(b, nn_rsum(b, x, d1, 1), nconst);
-  tt_val d = nn_sub(b, x, nn_along(b, mean, 2, mn, 0));
-  tt_val var = nn_dvd(b, nn_rsum(b, nn_mul(b, d, d), d1, 1), nconst);
-  tt_val rstd = tt_b_unary(b, "rsqrt", nn_add(b, var, tt_b_constant(b, acc, eps)));
-  tt_val y = nn_mul(b, d, nn_along(b, rstd, 2, mn, 0));
-  if (w) y = nn_mul(b, y, nn_along(b, tt_b_reshape(b, nn_opt_tensor(c, 2, acc), 1, n1), 2, mn, 1));
-  if (bi) y = nn_add(b, y, nn_along(b, tt_b_reshape(b, nn_opt_tensor(c, 3, acc), 1, n1), 2, mn, 1));
+  tt_val mean = tt_div(b, nn_rsum(b, x, d1, 1), nconst);
+  tt_val d = tt_sub(b, x, tt_along(b, mean, 2, mn, 0));
+  tt_val var = tt_div(b, nn_rsum(b, tt_mul(b, d, d), d1, 1), nconst);
+  tt_val rstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, var, tt_b_constant(b, acc, eps)));
+  tt_val y = tt_mul(b, d, tt_along(b, rstd, 2, mn, 0));
+  if (w) y = tt_mul(b, y, tt_along(b, tt_b_reshape(b, nn_opt_tensor(c, 2, acc), 1, n1), 2, mn, 1));
+  if (bi) y = tt_add(b, y, tt_along(b, tt_b_reshape(b, nn_opt_tensor(c, 3, acc), 1, n1), 2, mn, 1));
   tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, y, nd, in->sizes), in->dtype));
   int64_t sdims[TT_MAX_DIMS];
   for (int i = 0; i < nd; i++) sdims[i] = i < axis ? in->sizes[i] : 1;
@@ -253,7 +253,7 @@ static tt_error *lower_native_layer_norm_backward(tt_lower_ctx *c) {
   const tt_tensor_ref *go = tt_lc_ref(c, 0), *in = tt_lc_ref(c, 1);
   int64_t ns[TT_MAX_DIMS];
   int nn = tt_lc_int_list(c, 2, ns, TT_MAX_DIMS);
-  if (!go || !in || !nn_is_float_dt(in->dtype) || go->dtype != in->dtype ||
+  if (!go || !in || !tt_dtype_is_floating(in->dtype) || go->dtype != in->dtype ||
       !nn_shape_is(go, in->ndim, in->sizes) || nn < 0 || nn > in->ndim)
     return tt_lc_decline(c, "unsupported arguments");
   int nd = in->ndim, axis = nd - nn;
@@ -269,25 +269,25 @@ static tt_error *lower_native_layer_norm_backward(tt_lower_ctx *c) {
   for (int i = 0; i < mr->ndim; i++) mnel *= mr->sizes[i];
   if (mnel != M) return tt_lc_decline(c, "odd statistics shape");
   if (w && (w->ndim != nn || !nn_shape_is(w, nn, ns))) return tt_lc_decline(c, "odd weight");
-  tt_dtype acc = nn_opmath(in->dtype);
+  tt_dtype acc = tt_opmath(in->dtype);
   /* work on [M, N] */
   int64_t mn[2] = {M, N}, m1[1] = {M}, n1[1] = {N};
   tt_val g = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 2, mn);
   tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 1), acc), 2, mn);
   tt_val mean = tt_b_reshape(b, nn_opt_tensor(c, 3, acc), 1, m1);
   tt_val rstd = tt_b_reshape(b, nn_opt_tensor(c, 4, acc), 1, m1);
-  tt_val xhat = nn_mul(b, nn_sub(b, x, nn_along(b, mean, 2, mn, 0)), nn_along(b, rstd, 2, mn, 0));
+  tt_val xhat = tt_mul(b, tt_sub(b, x, tt_along(b, mean, 2, mn, 0)), tt_along(b, rstd, 2, mn, 0));
   tt_val gw = g;
-  if (w) gw = nn_mul(b, g, nn_along(b, tt_b_reshape(b, nn_opt_tensor(c, 5, acc), 1, n1), 2, mn, 1));
+  if (w) gw = tt_mul(b, g, tt_along(b, tt_b_reshape(b, nn_opt_tensor(c, 5, acc), 1, n1), 2, mn, 1));
   int64_t d1[1] = {1}, d0[1] = {0};
   tt_val nconst = tt_b_constant(b, acc, (double)N);
-  tt_val mg = nn_dvd(b, nn_rsum(b, gw, d1, 1), nconst);
-  tt_val mgx = nn_dvd(b, nn_rsum(b, nn_mul(b, gw, xhat), d1, 1), nconst);
-  tt_val gi = nn_sub(b, nn_sub(b, gw, nn_along(b, mg, 2, mn, 0)), nn_mul(b, xhat, nn_along(b, mgx, 2, mn, 0)));
-  gi = nn_mul(b, gi, nn_along(b, rstd, 2, mn, 0));
+  tt_val mg = tt_div(b, nn_rsum(b, gw, d1, 1), nconst);
+  tt_val mgx = tt_div(b, nn_rsum(b, tt_mul(b, gw, xhat), d1, 1), nconst);
+  tt_val gi = tt_sub(b, tt_sub(b, gw, tt_along(b, mg, 2, mn, 0)), tt_mul(b, xhat, tt_along(b, mgx, 2, mn, 0)));
+  gi = tt_mul(b, gi, tt_along(b, rstd, 2, mn, 0));
   tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, gi, nd, in->sizes), in->dtype));
   tt_dtype wdt = w ? w->dtype : (bi ? bi->dtype : in->dtype);
-  tt_val gweight = tt_b_reshape(b, nn_rsum(b, nn_mul(b, g, xhat), d0, 1), nn, ns);
+  tt_val gweight = tt_b_reshape(b, nn_rsum(b, tt_mul(b, g, xhat), d0, 1), nn, ns);
   tt_val gbias = tt_b_reshape(b, nn_rsum(b, g, d0, 1), nn, ns);
   tt_lc_output(c, tt_b_convert(b, gweight, wdt));
   tt_lc_output(c, tt_b_convert(b, gbias, bi ? bi->dtype : wdt));
@@ -305,7 +305,7 @@ static tt_error *lower_native_group_norm(tt_lower_ctx *c) {
   int64_t N = tt_lc_int(c, 3, 0), C = tt_lc_int(c, 4, 0), HW = tt_lc_int(c, 5, 0),
           G = tt_lc_int(c, 6, 0);
   double eps = tt_lc_double(c, 7, 1e-5);
-  if (!in || !in->storage || !nn_is_float_dt(in->dtype) || G <= 0 || N * C * HW == 0)
+  if (!in || !in->storage || !tt_dtype_is_floating(in->dtype) || G <= 0 || N * C * HW == 0)
     return tt_lc_decline(c, "unsupported arguments");
   if (C % G != 0)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
@@ -319,22 +319,22 @@ static tt_error *lower_native_group_norm(tt_lower_ctx *c) {
   const tt_tensor_ref *params[2] = {w, bi};
   int pdt = norm_param_dtype(in->dtype, params, 2);
   if (pdt < 0) return tt_lc_decline(c, "mixed dtypes");
-  tt_dtype acc = nn_opmath(in->dtype);
+  tt_dtype acc = tt_opmath(in->dtype);
   int64_t D = C / G;
   int64_t s4[4] = {N, G, D, HW}, gd[2] = {G, D}, inner[2] = {2, 3};
   int64_t map_ng[2] = {0, 1}, map_gd[2] = {1, 2};
   tt_val x = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 4, s4);
   tt_val cnt = tt_b_constant(b, acc, (double)(D * HW));
-  tt_val mean = nn_dvd(b, nn_rsum(b, x, inner, 2), cnt);
-  tt_val d = nn_sub(b, x, tt_b_broadcast_in_dim(b, mean, 4, s4, map_ng));
-  tt_val var = nn_dvd(b, nn_rsum(b, nn_mul(b, d, d), inner, 2), cnt);
-  tt_val rstd = tt_b_unary(b, "rsqrt", nn_add(b, var, tt_b_constant(b, acc, eps)));
-  tt_val y = nn_mul(b, d, tt_b_broadcast_in_dim(b, rstd, 4, s4, map_ng));
+  tt_val mean = tt_div(b, nn_rsum(b, x, inner, 2), cnt);
+  tt_val d = tt_sub(b, x, tt_b_broadcast_in_dim(b, mean, 4, s4, map_ng));
+  tt_val var = tt_div(b, nn_rsum(b, tt_mul(b, d, d), inner, 2), cnt);
+  tt_val rstd = tt_b_un(b, TT_OP_RSQRT, tt_add(b, var, tt_b_constant(b, acc, eps)));
+  tt_val y = tt_mul(b, d, tt_b_broadcast_in_dim(b, rstd, 4, s4, map_ng));
   if (w)
-    y = nn_mul(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, nn_opt_tensor(c, 1, acc), 2, gd), 4, s4,
+    y = tt_mul(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, nn_opt_tensor(c, 1, acc), 2, gd), 4, s4,
                                         map_gd));
   if (bi)
-    y = nn_add(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, nn_opt_tensor(c, 2, acc), 2, gd), 4, s4,
+    y = tt_add(b, y, tt_b_broadcast_in_dim(b, tt_b_reshape(b, nn_opt_tensor(c, 2, acc), 2, gd), 4, s4,
                                         map_gd));
   tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, y, in->ndim, in->sizes), in->dtype));
   tt_lc_output(c, tt_b_convert(b, mean, (tt_dtype)pdt));
@@ -349,14 +349,14 @@ static tt_error *lower_native_group_norm_backward(tt_lower_ctx *c) {
   const tt_tensor_ref *go = tt_lc_ref(c, 0), *in = tt_lc_ref(c, 1), *w = tt_lc_ref(c, 4);
   int64_t N = tt_lc_int(c, 5, 0), C = tt_lc_int(c, 6, 0), HW = tt_lc_int(c, 7, 0),
           G = tt_lc_int(c, 8, 0);
-  if (!go || !in || !nn_is_float_dt(in->dtype) || go->dtype != in->dtype ||
+  if (!go || !in || !tt_dtype_is_floating(in->dtype) || go->dtype != in->dtype ||
       !nn_shape_is(go, in->ndim, in->sizes) || G <= 0 || C % G != 0 || N * C * HW == 0)
     return tt_lc_decline(c, "unsupported arguments");
   int64_t numel = 1;
   for (int i = 0; i < in->ndim; i++) numel *= in->sizes[i];
   if (numel != N * C * HW) return tt_lc_decline(c, "shape mismatch");
   if (w && (w->ndim != 1 || w->sizes[0] != C)) return tt_lc_decline(c, "odd weight");
-  tt_dtype acc = nn_opmath(in->dtype);
+  tt_dtype acc = tt_opmath(in->dtype);
   int64_t D = C / G;
   int64_t s4[4] = {N, G, D, HW}, ng[2] = {N, G}, gd[2] = {G, D};
   tt_val g = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc), 4, s4);
@@ -366,23 +366,23 @@ static tt_error *lower_native_group_norm_backward(tt_lower_ctx *c) {
   int64_t map_ng[2] = {0, 1}, map_gd[2] = {1, 2};
   tt_val mean4 = tt_b_broadcast_in_dim(b, mean, 4, s4, map_ng);
   tt_val rstd4 = tt_b_broadcast_in_dim(b, rstd, 4, s4, map_ng);
-  tt_val xhat = nn_mul(b, nn_sub(b, x, mean4), rstd4);
+  tt_val xhat = tt_mul(b, tt_sub(b, x, mean4), rstd4);
   tt_val gw = g;
   if (w) {
     tt_val wv = tt_b_reshape(b, nn_opt_tensor(c, 4, acc), 2, gd);
-    gw = nn_mul(b, g, tt_b_broadcast_in_dim(b, wv, 4, s4, map_gd));
+    gw = tt_mul(b, g, tt_b_broadcast_in_dim(b, wv, 4, s4, map_gd));
   }
   int64_t inner[2] = {2, 3};
   tt_val cnt = tt_b_constant(b, acc, (double)(D * HW));
-  tt_val mg = nn_dvd(b, nn_rsum(b, gw, inner, 2), cnt);
-  tt_val mgx = nn_dvd(b, nn_rsum(b, nn_mul(b, gw, xhat), inner, 2), cnt);
-  tt_val gi = nn_sub(b, nn_sub(b, gw, tt_b_broadcast_in_dim(b, mg, 4, s4, map_ng)),
-                  nn_mul(b, xhat, tt_b_broadcast_in_dim(b, mgx, 4, s4, map_ng)));
-  gi = nn_mul(b, gi, rstd4);
+  tt_val mg = tt_div(b, nn_rsum(b, gw, inner, 2), cnt);
+  tt_val mgx = tt_div(b, nn_rsum(b, tt_mul(b, gw, xhat), inner, 2), cnt);
+  tt_val gi = tt_sub(b, tt_sub(b, gw, tt_b_broadcast_in_dim(b, mg, 4, s4, map_ng)),
+                  tt_mul(b, xhat, tt_b_broadcast_in_dim(b, mgx, 4, s4, map_ng)));
+  gi = tt_mul(b, gi, rstd4);
   tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, gi, in->ndim, in->sizes), in->dtype));
   int64_t outer[2] = {0, 3}, c1[1] = {C};
   tt_dtype wdt = w ? w->dtype : in->dtype;
-  tt_val gweight = tt_b_reshape(b, nn_rsum(b, nn_mul(b, g, xhat), outer, 2), 1, c1);
+  tt_val gweight = tt_b_reshape(b, nn_rsum(b, tt_mul(b, g, xhat), outer, 2), 1, c1);
   tt_val gbias = tt_b_reshape(b, nn_rsum(b, g, outer, 2), 1, c1);
   tt_lc_output(c, tt_b_convert(b, gweight, wdt));
   tt_lc_output(c, tt_b_convert(b, gbias, wdt));
@@ -423,9 +423,9 @@ static tt_error *lower_weight_norm_interface(tt_lower_ctx *c) {
   int nd = v->ndim;
   tt_val vv = tt_lc_tensor(c, 0);
   tt_val gv = tt_b_reshape(b, tt_lc_tensor(c, 1), nd, kd);
-  tt_val n2 = tt_b_reshape(b, nn_rsum(b, nn_mul(b, vv, vv), rd, nr), nd, kd);
-  tt_val norms = tt_b_unary(b, "sqrt", n2);
-  tt_val w = nn_mul(b, vv, tt_b_broadcast_to(b, nn_dvd(b, gv, norms), nd, v->sizes));
+  tt_val n2 = tt_b_reshape(b, nn_rsum(b, tt_mul(b, vv, vv), rd, nr), nd, kd);
+  tt_val norms = tt_b_un(b, TT_OP_SQRT, n2);
+  tt_val w = tt_mul(b, vv, tt_b_broadcast_to(b, tt_div(b, gv, norms), nd, v->sizes));
   tt_lc_output(c, w);
   const tt_tensor_ref *g = tt_lc_ref(c, 1);
   tt_lc_output(c, tt_b_reshape(b, norms, g->ndim, g->sizes));
@@ -446,12 +446,12 @@ static tt_error *lower_weight_norm_interface_backward(tt_lower_ctx *c) {
   tt_val vv = tt_lc_tensor(c, 1), gwv = tt_lc_tensor(c, 0);
   tt_val gv = tt_b_reshape(b, tt_lc_tensor(c, 2), nd, kd);
   tt_val norms = tt_b_reshape(b, tt_lc_tensor(c, 3), nd, kd);
-  tt_val dot = tt_b_reshape(b, nn_rsum(b, nn_mul(b, gwv, vv), rd, nr), nd, kd);
-  tt_val grad_g = nn_dvd(b, dot, norms);
+  tt_val dot = tt_b_reshape(b, nn_rsum(b, tt_mul(b, gwv, vv), rd, nr), nd, kd);
+  tt_val grad_g = tt_div(b, dot, norms);
   /* grad_v = (g / norms) * (grad_w - v * (dot / norms^2)) */
-  tt_val k = nn_dvd(b, grad_g, norms);
-  tt_val inner = nn_sub(b, gwv, nn_mul(b, vv, tt_b_broadcast_to(b, k, nd, v->sizes)));
-  tt_val grad_v = nn_mul(b, tt_b_broadcast_to(b, nn_dvd(b, gv, norms), nd, v->sizes), inner);
+  tt_val k = tt_div(b, grad_g, norms);
+  tt_val inner = tt_sub(b, gwv, tt_mul(b, vv, tt_b_broadcast_to(b, k, nd, v->sizes)));
+  tt_val grad_v = tt_mul(b, tt_b_broadcast_to(b, tt_div(b, gv, norms), nd, v->sizes), inner);
   tt_lc_output(c, grad_v);
   const tt_tensor_ref *g = tt_lc_ref(c, 2);
   tt_lc_output(c, tt_b_reshape(b, grad_g, g->ndim, g->sizes));

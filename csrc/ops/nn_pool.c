@@ -12,32 +12,6 @@
 
 /* ------------------------------------------------------------ adaptive max pool */
 
-/* Scatter-add of g [P..., O_1..O_k] into per-plane flat positions ix (same
- * shape, i64) of planes of hw elements: result [P..., hw]. */
-static tt_val plane_scatter_add(tt_builder *b, tt_val g, tt_val ix, int k, int64_t hw) {
-  tt_shape gs = tt_b_shape(b, g);
-  int nd = gs.ndim;
-  int64_t planes = 1, per = 1;
-  for (int i = 0; i < nd; i++) *(i < nd - k ? &planes : &per) *= gs.dims[i];
-  int64_t pd[3] = {planes, per, 1}, p2[2] = {planes, per};
-  tt_val lin = tt_b_reshape(b, ix, 3, pd);
-  tt_shape is = tt_shape_make(TT_I64, 3, pd);
-  tt_val pl = tt_b_iota(b, is, 0);
-  tt_val idx = tt_b_concat(b, (tt_val[]){pl, lin}, 2, 2); /* [planes, per, 2] */
-  tt_val upd = tt_b_reshape(b, g, 2, p2);
-  int64_t od[2] = {planes, hw};
-  tt_shape out = tt_shape_make(gs.dtype, 2, od);
-  char region[600];
-  tt_b_region_binary(region, sizeof region, gs.dtype, "add");
-  const char *attrs =
-      "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0, 1], "
-      "scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 2>, indices_are_sorted = false, "
-      "unique_indices = false";
-  tt_val ins[3] = {tt_b_full(b, out, 0), idx, upd}, r = TT_INVALID;
-  tt_b_op_multi(b, "stablehlo.scatter", ins, 3, attrs, region, &out, 1, &r);
-  return r;
-}
-
 /* adaptive_max_pool{k}d(self, output_size) -> (out, indices), k = 2 or 3:
  * every offset t of the largest window (K_1 x .. x K_k, unrolled) gathers
  * the element at start + t along each spatial dim; an element replaces the
@@ -47,7 +21,7 @@ static tt_val plane_scatter_add(tt_builder *b, tt_val g, tt_val ix, int k, int64
 static tt_error *adaptive_max(tt_lower_ctx *c, int k) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *x = tt_lc_ref(c, 0);
-  if (!x || !x->storage || !nn_is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
+  if (!x || !x->storage || !tt_dtype_is_floating(x->dtype)) return tt_lc_decline(c, "dtype/args");
   if (x->ndim != k + 1 && x->ndim != k + 2) return tt_lc_decline(c, "rank");
   for (int i = 0; i < x->ndim; i++)
     if (x->sizes[i] == 0) return tt_lc_decline(c, "empty input");
@@ -91,20 +65,20 @@ static tt_error *adaptive_max(tt_lower_ctx *c, int k) {
     for (int a = 0; a < k; a++) {
       for (int64_t o = 0; o < O[a]; o++) ix[o] = st[a][o] + t[a] < I[a] ? st[a][o] + t[a] : I[a] - 1;
       v = nn_take_dim(b, v, s0 + a, ix, O[a]);
-      tt_val pos = nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, ix, O[a]), nd, od, s0 + a);
-      flat = a == 0 ? pos : nn_add(b, nn_mul(b, flat, tt_b_full(b, is, (double)I[a])), pos);
+      tt_val pos = tt_along(b, nn_const_vec_dt(b, TT_I64, NULL, ix, O[a]), nd, od, s0 + a);
+      flat = a == 0 ? pos : tt_add(b, tt_mul(b, flat, tt_b_full(b, is, (double)I[a])), pos);
       for (int64_t o = 0; o < O[a]; o++) vv[o] = st[a][o] + t[a] < en[a][o];
-      tt_val va = tt_b_compare(b, "NE", nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, vv, O[a]), nd, od, s0 + a),
+      tt_val va = tt_b_compare(b, "NE", tt_along(b, nn_const_vec_dt(b, TT_I64, NULL, vv, O[a]), nd, od, s0 + a),
                                tt_b_full(b, is, 0));
-      valid = a == 0 ? va : tt_b_binary(b, "and", valid, va);
+      valid = a == 0 ? va : tt_b_bin(b, TT_OP_AND, valid, va);
     }
     if (best == TT_INVALID) { /* offset 0 is inside every window */
       best = v;
       bidx = flat;
       continue;
     }
-    tt_val upd = tt_b_binary(b, "or", tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
-    upd = tt_b_binary(b, "and", upd, valid);
+    tt_val upd = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "GT", v, best), tt_b_compare(b, "NE", v, v));
+    upd = tt_b_bin(b, TT_OP_AND, upd, valid);
     best = tt_b_select(b, upd, v, best);
     bidx = tt_b_select(b, upd, flat, bidx);
   }
@@ -120,21 +94,18 @@ static tt_error *lower_adaptive_max_pool3d(tt_lower_ctx *c) { return adaptive_ma
 static tt_error *adaptive_max_backward(tt_lower_ctx *c, int k) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *g = tt_lc_ref(c, 0), *x = tt_lc_ref(c, 1), *ir = tt_lc_ref(c, 2);
-  if (!g || !x || !ir || !g->storage || !x->storage || !ir->storage || !nn_is_float_dt(x->dtype) ||
+  if (!g || !x || !ir || !g->storage || !x->storage || !ir->storage || !tt_dtype_is_floating(x->dtype) ||
       g->dtype != x->dtype || ir->dtype != TT_I64)
     return tt_lc_decline(c, "args");
   int nd = x->ndim;
   if ((nd != k + 1 && nd != k + 2) || !nn_shape_is(ir, g->ndim, g->sizes) || g->ndim != nd)
     return tt_lc_decline(c, "shapes");
-  int64_t hw = 1;
-  for (int i = 0; i < nd; i++) {
-    if (i < nd - k && g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "shapes");
-    if (i >= nd - k) hw *= x->sizes[i];
-  }
-  tt_dtype acc = nn_opmath(x->dtype);
+  for (int i = 0; i < nd - k; i++)
+    if (g->sizes[i] != x->sizes[i]) return tt_lc_decline(c, "shapes");
+  tt_dtype acc = tt_opmath(x->dtype);
   tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
-  tt_val r = plane_scatter_add(b, gv, tt_lc_tensor(c, 2), k, hw);
-  tt_lc_output(c, tt_b_convert(b, tt_b_reshape(b, r, nd, x->sizes), x->dtype));
+  tt_val r = tt_scatter_planes(b, gv, tt_lc_tensor(c, 2), k, x->sizes + nd - k, acc, "add");
+  tt_lc_output(c, tt_b_convert(b, r, x->dtype));
   return NULL;
 }
 static tt_error *lower_adaptive_max_pool2d_backward(tt_lower_ctx *c) { return adaptive_max_backward(c, 2); }
@@ -179,12 +150,12 @@ static tt_val adaptive_sum_dim(tt_builder *b, tt_val x, int d, int64_t O, int64_
     if (!all) {
       tt_shape is = vs;
       is.dtype = TT_I64;
-      tt_val m = tt_b_compare(b, "NE", nn_along(b, nn_const_vec_dt(b, TT_I64, NULL, ok, O), vs.ndim, vs.dims, d),
+      tt_val m = tt_b_compare(b, "NE", tt_along(b, nn_const_vec_dt(b, TT_I64, NULL, ok, O), vs.ndim, vs.dims, d),
                               tt_b_full(b, is, 0));
       v = tt_b_select(b, m, v, tt_b_full(b, vs, 0));
     }
     if (backward) v = nn_put_add_dim(b, v, d, ix, O, I);
-    acc = acc == TT_INVALID ? v : nn_add(b, acc, v);
+    acc = acc == TT_INVALID ? v : tt_add(b, acc, v);
   }
   return acc;
 }
@@ -194,12 +165,12 @@ static tt_val adaptive_sum_dim(tt_builder *b, tt_val x, int d, int64_t O, int64_
 static tt_error *adaptive_avg(tt_lower_ctx *c, int k, bool backward) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *x = tt_lc_ref(c, backward ? 1 : 0), *g = backward ? tt_lc_ref(c, 0) : NULL;
-  if (!x || !x->storage || !nn_is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype/args");
+  if (!x || !x->storage || !tt_dtype_is_floating(x->dtype)) return tt_lc_decline(c, "dtype/args");
   int nd = x->ndim;
   if (nd != k + 1 && nd != k + 2) return tt_lc_decline(c, "rank");
   /* PyTorch's 3-d CPU kernel sums float16/bfloat16 windows in that dtype
    * (each addition rounds); only the 2-d one accumulates in float. */
-  if (k == 3 && !backward && x->dtype != nn_opmath(x->dtype))
+  if (k == 3 && !backward && x->dtype != tt_opmath(x->dtype))
     return tt_lc_decline(c, "reduced-precision 3-d pooling accumulates in its own dtype on CPU");
   bool empty_batch = false;
   for (int i = 0; i < nd; i++) {
@@ -233,7 +204,7 @@ static tt_error *adaptive_avg(tt_lower_ctx *c, int k, bool backward) {
     free(cnt);
     return tt_lc_decline(c, "out of host memory");
   }
-  tt_dtype acc = nn_opmath(x->dtype);
+  tt_dtype acc = tt_opmath(x->dtype);
   tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   /* divisor: product of per-dim window lengths, on the output grid */
   int64_t od[TT_MAX_DIMS];
@@ -243,13 +214,13 @@ static tt_error *adaptive_avg(tt_lower_ctx *c, int k, bool backward) {
     int64_t I = x->sizes[nd - k + i];
     adaptive_windows(O[i], I, buf, buf + UP_MAX);
     for (int64_t o = 0; o < O[i]; o++) cnt[o] = (double)(buf[UP_MAX + o] - buf[o]);
-    tt_val cv = nn_along(b, nn_const_vec_dt(b, acc, cnt, NULL, O[i]), nd, od, nd - k + i);
-    div = div == TT_INVALID ? cv : nn_mul(b, div, cv);
+    tt_val cv = tt_along(b, nn_const_vec_dt(b, acc, cnt, NULL, O[i]), nd, od, nd - k + i);
+    div = div == TT_INVALID ? cv : tt_mul(b, div, cv);
   }
-  if (backward) v = nn_dvd(b, v, div);
+  if (backward) v = tt_div(b, v, div);
   for (int i = k - 1; i >= 0; i--)
     v = adaptive_sum_dim(b, v, nd - k + i, O[i], x->sizes[nd - k + i], backward, buf);
-  if (!backward) v = nn_dvd(b, v, div);
+  if (!backward) v = tt_div(b, v, div);
   free(buf);
   free(cnt);
   tt_lc_output(c, tt_b_convert(b, v, x->dtype));

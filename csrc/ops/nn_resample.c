@@ -16,7 +16,7 @@
 static tt_val reverse_dim(tt_builder *b, tt_val x, int d) {
   char attrs[64];
   snprintf(attrs, sizeof attrs, "dimensions = array<i64: %d>", d);
-  return tt_b_op(b, "stablehlo.reverse", &x, 1, attrs, tt_b_shape(b, x));
+  return tt_b_emit1(b, TT_OP_REVERSE, &x, 1, attrs, tt_b_shape(b, x));
 }
 
 /* Zero padding of lo/hi elements along dim d. */
@@ -26,7 +26,7 @@ static tt_val zpad_dim(tt_builder *b, tt_val x, int d, int64_t lo, int64_t hi) {
   l[d] = lo;
   h[d] = hi;
   (void)nd;
-  return tt_b_pad(b, x, nn_cst(b, x, 0), l, h, in);
+  return tt_b_pad(b, x, tt_scalar_like(b, x, 0), l, h, in);
 }
 
 /* x with dim d (of size 1) broadcast to n. */
@@ -55,7 +55,7 @@ static tt_error *pad_gather(tt_lower_ctx *c, int k, bool reflect, bool backward,
   for (int i = 0; i < nd; i++) maxo = odims[i] > maxo ? odims[i] : maxo;
   int64_t *idx = malloc(sizeof(int64_t) * (size_t)maxo);
   if (!idx) return tt_lc_decline(c, "out of host memory");
-  tt_dtype acc = backward ? nn_opmath(x->dtype) : x->dtype;
+  tt_dtype acc = backward ? tt_opmath(x->dtype) : x->dtype;
   tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   for (int j = 0; j < k; j++) {
     int d = nd - 1 - j;
@@ -90,7 +90,7 @@ static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
   if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
   if (x->dtype == TT_BOOL)
     return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
-  if (backward && !nn_is_float_dt(x->dtype)) return tt_lc_decline(c, "non-float backward");
+  if (backward && !tt_dtype_is_floating(x->dtype)) return tt_lc_decline(c, "non-float backward");
   int64_t pad[6];
   int np = tt_lc_int_list(c, si + 1, pad, 6);
   if (np != 2 * k)
@@ -127,12 +127,12 @@ static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
       tt_val parts[3];
       int m = 0;
       if (l > 0)
-        parts[m++] = reflect ? reverse_dim(b, nn_slice_dim(b, v, d, 1, l + 1), d)
-                             : repeat_dim(b, nn_slice_dim(b, v, d, 0, 1), d, l);
+        parts[m++] = reflect ? reverse_dim(b, tt_slice_dim(b, v, d, 1, l + 1), d)
+                             : repeat_dim(b, tt_slice_dim(b, v, d, 0, 1), d, l);
       parts[m++] = v;
       if (r > 0)
-        parts[m++] = reflect ? reverse_dim(b, nn_slice_dim(b, v, d, n - 1 - r, n - 1), d)
-                             : repeat_dim(b, nn_slice_dim(b, v, d, n - 1, n), d, r);
+        parts[m++] = reflect ? reverse_dim(b, tt_slice_dim(b, v, d, n - 1 - r, n - 1), d)
+                             : repeat_dim(b, tt_slice_dim(b, v, d, n - 1, n), d, r);
       v = tt_b_concat(b, parts, m, d);
     }
     tt_lc_output(c, v);
@@ -141,14 +141,14 @@ static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
   const tt_tensor_ref *g = tt_lc_ref(c, 0);
   if (!g || !g->storage || g->dtype != x->dtype || !nn_shape_is(g, nd, odims))
     return tt_lc_decline(c, "grad_output shape/dtype");
-  tt_dtype acc = nn_opmath(x->dtype);
+  tt_dtype acc = tt_opmath(x->dtype);
   tt_val v = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   for (int j = 0; j < k; j++) {
     int d = nd - 1 - j;
     int64_t l = pad[2 * j], r = pad[2 * j + 1], n = x->sizes[d];
-    tt_val gi = nn_slice_dim(b, v, d, l, l + n);
+    tt_val gi = tt_slice_dim(b, v, d, l, l + n);
     if (l > 0) {
-      tt_val lp = nn_slice_dim(b, v, d, 0, l);
+      tt_val lp = tt_slice_dim(b, v, d, 0, l);
       if (reflect) {
         lp = zpad_dim(b, reverse_dim(b, lp, d), d, 1, n - 1 - l);
       } else {
@@ -157,10 +157,10 @@ static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
         ks.dims[d] = 1;
         lp = zpad_dim(b, tt_b_reshape(b, nn_rsum(b, lp, rd, 1), ks.ndim, ks.dims), d, 0, n - 1);
       }
-      gi = nn_add(b, gi, lp);
+      gi = tt_add(b, gi, lp);
     }
     if (r > 0) {
-      tt_val rp = nn_slice_dim(b, v, d, l + n, l + n + r);
+      tt_val rp = tt_slice_dim(b, v, d, l + n, l + n + r);
       if (reflect) {
         rp = zpad_dim(b, reverse_dim(b, rp, d), d, n - 1 - r, 1);
       } else {
@@ -169,7 +169,7 @@ static tt_error *pad_impl(tt_lower_ctx *c, int k, bool reflect, bool backward) {
         ks.dims[d] = 1;
         rp = zpad_dim(b, tt_b_reshape(b, nn_rsum(b, rp, rd, 1), ks.ndim, ks.dims), d, n - 1, 0);
       }
-      gi = nn_add(b, gi, rp);
+      gi = tt_add(b, gi, rp);
     }
     v = gi;
   }
@@ -298,9 +298,9 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
   if (!x || !x->storage) return tt_lc_decline(c, "not a device tensor");
   bool linear = mode == 2 || mode == 3, cubic = mode == 3;
   if (linear || backward) {
-    if (!nn_is_float_dt(x->dtype)) return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
+    if (!tt_dtype_is_floating(x->dtype)) return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
     /* CPU's reduced-precision trilinear rounds differently */
-    if (mode == 2 && k == 3 && nn_opmath(x->dtype) != x->dtype)
+    if (mode == 2 && k == 3 && tt_opmath(x->dtype) != x->dtype)
       return tt_lc_decline(c, "trilinear %s", tt_dtype_name(x->dtype));
   } else if (x->dtype == TT_BOOL) {
     return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
@@ -321,7 +321,7 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
   for (int i = 0; i < nd; i++)
     if (isz[i] <= 0 || gdims[i] <= 0 || gdims[i] > UP_MAX) return tt_lc_decline(c, "sizes");
   if (backward && !nn_shape_is(x, nd, gdims)) return tt_lc_decline(c, "grad_output shape");
-  tt_dtype acc = nn_opmath(x->dtype);
+  tt_dtype acc = tt_opmath(x->dtype);
   bool dbl = acc == TT_F64;
   tt_val v = tt_lc_tensor(c, 0);
   if (linear || backward) v = tt_b_convert(b, v, acc);
@@ -354,13 +354,13 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
         if (!backward) {
           tt_val a = nn_take_dim(b, v, d, i0 + t * UP_MAX, out);
           tt_shape s = tt_b_shape(b, a);
-          a = nn_mul(b, a, nn_along(b, wv, s.ndim, s.dims, d));
-          acc_v = acc_v == TT_INVALID ? a : nn_add(b, acc_v, a);
+          a = tt_mul(b, a, tt_along(b, wv, s.ndim, s.dims, d));
+          acc_v = acc_v == TT_INVALID ? a : tt_add(b, acc_v, a);
         } else {
           tt_shape s = tt_b_shape(b, v);
-          tt_val a = nn_put_add_dim(b, nn_mul(b, v, nn_along(b, wv, s.ndim, s.dims, d)), d, i0 + t * UP_MAX,
+          tt_val a = nn_put_add_dim(b, tt_mul(b, v, tt_along(b, wv, s.ndim, s.dims, d)), d, i0 + t * UP_MAX,
                                  out, in);
-          acc_v = acc_v == TT_INVALID ? a : nn_add(b, acc_v, a);
+          acc_v = acc_v == TT_INVALID ? a : tt_add(b, acc_v, a);
         }
       }
       v = acc_v;
@@ -380,13 +380,13 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
     if (!backward) {
       tt_val a = nn_take_dim(b, v, d, i0, out), e = nn_take_dim(b, v, d, i1, out);
       tt_shape s = tt_b_shape(b, a);
-      v = nn_add(b, nn_mul(b, a, nn_along(b, w0, s.ndim, s.dims, d)),
-              nn_mul(b, e, nn_along(b, w1, s.ndim, s.dims, d)));
+      v = tt_add(b, tt_mul(b, a, tt_along(b, w0, s.ndim, s.dims, d)),
+              tt_mul(b, e, tt_along(b, w1, s.ndim, s.dims, d)));
     } else {
       tt_shape s = tt_b_shape(b, v);
-      tt_val a = nn_put_add_dim(b, nn_mul(b, v, nn_along(b, w0, s.ndim, s.dims, d)), d, i0, out, in);
-      tt_val e = nn_put_add_dim(b, nn_mul(b, v, nn_along(b, w1, s.ndim, s.dims, d)), d, i1, out, in);
-      v = nn_add(b, a, e);
+      tt_val a = nn_put_add_dim(b, tt_mul(b, v, tt_along(b, w0, s.ndim, s.dims, d)), d, i0, out, in);
+      tt_val e = nn_put_add_dim(b, tt_mul(b, v, tt_along(b, w1, s.ndim, s.dims, d)), d, i1, out, in);
+      v = tt_add(b, a, e);
     }
   }
   free(i0);

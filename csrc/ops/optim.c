@@ -49,8 +49,6 @@ static part scalar_part(const tt_scalar *s) {
   return (part){dt, 2};
 }
 
-static tt_dtype opmath(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16 ? TT_F32 : dt; }
-
 /* ------------------------------------------------------------ foreach */
 
 typedef enum {
@@ -151,11 +149,11 @@ static tt_val fe_operand(tt_lower_ctx *c, int arg, int j, tt_dtype ct, int nd, c
 
 static tt_val lerp_val(tt_builder *b, tt_val x, tt_val y, tt_val w) {
   tt_shape s = tt_b_shape(b, x);
-  tt_val diff = tt_b_binary(b, "subtract", y, x);
-  tt_val small = tt_b_compare(b, "LT", tt_b_unary(b, "abs", w), tt_b_full(b, s, 0.5));
-  tt_val lo = tt_b_binary(b, "add", x, tt_b_binary(b, "multiply", w, diff));
-  tt_val hi = tt_b_binary(b, "subtract", y,
-                          tt_b_binary(b, "multiply", diff, tt_b_binary(b, "subtract", tt_b_full(b, s, 1), w)));
+  tt_val diff = tt_b_bin(b, TT_OP_SUBTRACT, y, x);
+  tt_val small = tt_b_compare(b, "LT", tt_b_un(b, TT_OP_ABS, w), tt_b_full(b, s, 0.5));
+  tt_val lo = tt_b_bin(b, TT_OP_ADD, x, tt_b_bin(b, TT_OP_MULTIPLY, w, diff));
+  tt_val hi = tt_b_bin(b, TT_OP_SUBTRACT, y,
+                          tt_b_bin(b, TT_OP_MULTIPLY, diff, tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, s, 1), w)));
   return tt_b_select(b, small, lo, hi);
 }
 
@@ -221,7 +219,7 @@ static tt_error *foreach_element(tt_lower_ctx *c, fe_fn fn, int j, tt_val *out) 
                 fn == F_ADDCMUL;
   if (rt == TT_BOOL || (!tt_dtype_is_floating(rt) && !int_ok))
     return tt_lc_decline(c, "%s", tt_dtype_name(rt));
-  tt_dtype ct = opmath(rt);
+  tt_dtype ct = tt_opmath(rt);
   tt_val x = tt_b_broadcast_to(b, tt_b_convert(b, tt_lc_list_tensor(c, 0, j), ct), nd, dims);
   tt_val y = arity >= 1 ? fe_operand(c, 1, j, ct, nd, dims, false) : TT_INVALID;
   tt_val r = TT_INVALID;
@@ -234,32 +232,32 @@ static tt_error *foreach_element(tt_lower_ctx *c, fe_fn fn, int j, tt_val *out) 
         if (alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(rt))
           return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                             "For integral input tensors, argument alpha must not be a floating point number.");
-        y = tt_b_binary(b, "multiply", fe_operand(c, 2, j, ct, nd, dims, false), y);
+        y = tt_b_bin(b, TT_OP_MULTIPLY, fe_operand(c, 2, j, ct, nd, dims, false), y);
       }
-      r = tt_b_binary(b, fn == F_ADD ? "add" : "subtract", x, y);
+      r = tt_b_bin(b, fn == F_ADD ? TT_OP_ADD : TT_OP_SUBTRACT, x, y);
       break;
     }
-    case F_MUL: r = tt_b_binary(b, "multiply", x, y); break;
-    case F_DIV: r = tt_b_binary(b, "divide", x, y); break;
-    case F_MAX: case F_CLAMP_MIN: r = tt_b_binary(b, "maximum", x, y); break;
-    case F_MIN: case F_CLAMP_MAX: r = tt_b_binary(b, "minimum", x, y); break;
-    case F_POW: r = tt_b_binary(b, "power", x, y); break;
+    case F_MUL: r = tt_b_bin(b, TT_OP_MULTIPLY, x, y); break;
+    case F_DIV: r = tt_b_bin(b, TT_OP_DIVIDE, x, y); break;
+    case F_MAX: case F_CLAMP_MIN: r = tt_b_bin(b, TT_OP_MAXIMUM, x, y); break;
+    case F_MIN: case F_CLAMP_MAX: r = tt_b_bin(b, TT_OP_MINIMUM, x, y); break;
+    case F_POW: r = tt_b_bin(b, TT_OP_POWER, x, y); break;
     case F_ADDCMUL: case F_ADDCDIV: {
       tt_val z = fe_operand(c, 2, j, ct, nd, dims, false);
       tt_val v = fe_operand(c, 3, j, ct, nd, dims, per_elem_value);
       r = fn == F_ADDCMUL
-              ? tt_b_binary(b, "add", x, tt_b_binary(b, "multiply", tt_b_binary(b, "multiply", v, y), z))
-              : tt_b_binary(b, "add", x, tt_b_binary(b, "multiply", v, tt_b_binary(b, "divide", y, z)));
+              ? tt_b_bin(b, TT_OP_ADD, x, tt_b_bin(b, TT_OP_MULTIPLY, tt_b_bin(b, TT_OP_MULTIPLY, v, y), z))
+              : tt_b_bin(b, TT_OP_ADD, x, tt_b_bin(b, TT_OP_MULTIPLY, v, tt_b_bin(b, TT_OP_DIVIDE, y, z)));
       break;
     }
     case F_LERP: r = lerp_val(b, x, y, fe_operand(c, 2, j, ct, nd, dims, false)); break;
-    case F_SQRT: r = tt_b_unary(b, "sqrt", x); break;
-    case F_NEG: r = tt_b_unary(b, "negate", x); break;
-    case F_SIGN: r = tt_b_unary(b, "sign", x); break;
-    case F_RECIP: r = tt_b_binary(b, "divide", tt_full_like(b, x, 1), x); break;
-    case F_ABS: r = tt_b_unary(b, "abs", x); break;
-    case F_EXP: r = tt_b_unary(b, "exponential", x); break;
-    case F_LOG: r = tt_b_unary(b, "log", x); break;
+    case F_SQRT: r = tt_b_un(b, TT_OP_SQRT, x); break;
+    case F_NEG: r = tt_b_un(b, TT_OP_NEGATE, x); break;
+    case F_SIGN: r = tt_b_un(b, TT_OP_SIGN, x); break;
+    case F_RECIP: r = tt_b_bin(b, TT_OP_DIVIDE, tt_full_like(b, x, 1), x); break;
+    case F_ABS: r = tt_b_un(b, TT_OP_ABS, x); break;
+    case F_EXP: r = tt_b_un(b, TT_OP_EXPONENTIAL, x); break;
+    case F_LOG: r = tt_b_un(b, TT_OP_LOG, x); break;
     default: return tt_lc_decline(c, "unsupported foreach op");
   }
   *out = tt_b_convert(b, r, rt);
@@ -307,8 +305,8 @@ static tt_error *lower_foreach_norm(tt_lower_ctx *c) {
     if (!r || !tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "norm of a non-float tensor");
     tt_dtype odt = tt_lc_dtype(c, 2, r->dtype);
     if (!tt_dtype_is_floating(odt)) return tt_lc_decline(c, "norm into %s", tt_dtype_name(odt));
-    tt_dtype ct = opmath(tt_lc_is_none(c, 2) ? r->dtype : odt);
-    tt_val x = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_list_tensor(c, 0, j), ct));
+    tt_dtype ct = tt_opmath(tt_lc_is_none(c, 2) ? r->dtype : odt);
+    tt_val x = tt_b_un(b, TT_OP_ABS, tt_b_convert(b, tt_lc_list_tensor(c, 0, j), ct));
     int64_t dims[TT_MAX_DIMS];
     for (int k = 0; k < r->ndim; k++) dims[k] = k;
     /* ord is a runtime parameter (the cache key holds only its kind): every
@@ -317,11 +315,11 @@ static tt_error *lower_foreach_norm(tt_lower_ctx *c) {
     tt_val vmax = tt_reduce_max(b, x, dims, r->ndim);
     tt_val vmin = tt_reduce_min(b, x, dims, r->ndim);
     tt_val v1 = tt_sum(b, x, dims, r->ndim);
-    tt_val v2 = tt_b_unary(b, "sqrt", tt_sum(b, tt_b_binary(b, "multiply", x, x), dims, r->ndim));
+    tt_val v2 = tt_b_un(b, TT_OP_SQRT, tt_sum(b, tt_b_bin(b, TT_OP_MULTIPLY, x, x), dims, r->ndim));
     tt_val nz = tt_sum(b, tt_b_convert(b, tt_b_compare(b, "NE", x, tt_full_like(b, x, 0)), ct), dims, r->ndim);
     tt_val ob = tt_b_broadcast_to(b, o, r->ndim, r->sizes);
-    tt_val vp = tt_b_binary(b, "power", tt_sum(b, tt_b_binary(b, "power", x, ob), dims, r->ndim),
-                            tt_b_binary(b, "divide", tt_b_constant(b, ct, 1), o));
+    tt_val vp = tt_b_bin(b, TT_OP_POWER, tt_sum(b, tt_b_bin(b, TT_OP_POWER, x, ob), dims, r->ndim),
+                            tt_b_bin(b, TT_OP_DIVIDE, tt_b_constant(b, ct, 1), o));
     tt_val v = vp;
     v = tt_b_select(b, tt_b_compare(b, "EQ", o, tt_b_constant(b, ct, 0)), nz, v);
     v = tt_b_select(b, tt_b_compare(b, "EQ", o, tt_b_constant(b, ct, 1)), v1, v);
@@ -386,44 +384,44 @@ static tt_error *fused_adam(tt_lower_ctx *c, bool adamw) {
   tt_val out_p[n], out_m[n], out_v[n], out_mx[n];
   for (int j = 0; j < n; j++) {
     const tt_tensor_ref *pr = tt_lc_list_ref(c, 0, j);
-    tt_dtype ct = opmath(pr->dtype);
+    tt_dtype ct = tt_opmath(pr->dtype);
     /* step scalars in f64 */
     tt_val step = tt_b_convert(b, tt_lc_list_tensor(c, 5, j), TT_F64);
     if (tt_b_ndim(b, step) != 0) step = tt_b_reshape(b, step, 0, NULL);
-    tt_val bc1 = tt_b_binary(b, "subtract", one, tt_b_binary(b, "power", tt_b_constant(b, TT_F64, beta1), step));
-    tt_val bc2 = tt_b_binary(b, "subtract", one, tt_b_binary(b, "power", tt_b_constant(b, TT_F64, beta2), step));
-    tt_val step_size = tt_b_convert(b, tt_b_binary(b, "divide", lr, bc1), ct);
-    tt_val bc2_sqrt = tt_b_convert(b, tt_b_unary(b, "sqrt", bc2), ct);
+    tt_val bc1 = tt_b_bin(b, TT_OP_SUBTRACT, one, tt_b_bin(b, TT_OP_POWER, tt_b_constant(b, TT_F64, beta1), step));
+    tt_val bc2 = tt_b_bin(b, TT_OP_SUBTRACT, one, tt_b_bin(b, TT_OP_POWER, tt_b_constant(b, TT_F64, beta2), step));
+    tt_val step_size = tt_b_convert(b, tt_b_bin(b, TT_OP_DIVIDE, lr, bc1), ct);
+    tt_val bc2_sqrt = tt_b_convert(b, tt_b_un(b, TT_OP_SQRT, bc2), ct);
     tt_val p = read_elem(c, 0, j, ct), g = read_elem(c, 1, j, ct);
     tt_val m = read_elem(c, 2, j, ct), v = read_elem(c, 3, j, ct);
-    if (maximize) g = tt_b_unary(b, "negate", g);
+    if (maximize) g = tt_b_un(b, TT_OP_NEGATE, g);
     if (wd != 0) {
       if (adamw) {
-        tt_val f = tt_b_convert(b, tt_b_binary(b, "subtract", one, tt_b_binary(b, "multiply", lr, tt_b_constant(b, TT_F64, wd))), ct);
-        p = tt_b_binary(b, "multiply", p, bcast(b, f, p));
+        tt_val f = tt_b_convert(b, tt_b_bin(b, TT_OP_SUBTRACT, one, tt_b_bin(b, TT_OP_MULTIPLY, lr, tt_b_constant(b, TT_F64, wd))), ct);
+        p = tt_b_bin(b, TT_OP_MULTIPLY, p, bcast(b, f, p));
       } else {
-        g = tt_b_binary(b, "add", g, tt_b_binary(b, "multiply", p, tt_full_like(b, p, wd)));
+        g = tt_b_bin(b, TT_OP_ADD, g, tt_b_bin(b, TT_OP_MULTIPLY, p, tt_full_like(b, p, wd)));
       }
     }
     double w = 1 - beta1;
-    tt_val diff = tt_b_binary(b, "subtract", g, m);
-    m = fabs(w) < 0.5 ? tt_b_binary(b, "add", m, tt_b_binary(b, "multiply", tt_full_like(b, m, w), diff))
-                      : tt_b_binary(b, "subtract", g, tt_b_binary(b, "multiply", diff, tt_full_like(b, m, 1 - w)));
-    v = tt_b_binary(b, "add", tt_b_binary(b, "multiply", v, tt_full_like(b, v, beta2)),
-                    tt_b_binary(b, "multiply", tt_b_binary(b, "multiply", tt_full_like(b, g, 1 - beta2), g), g));
+    tt_val diff = tt_b_bin(b, TT_OP_SUBTRACT, g, m);
+    m = fabs(w) < 0.5 ? tt_b_bin(b, TT_OP_ADD, m, tt_b_bin(b, TT_OP_MULTIPLY, tt_full_like(b, m, w), diff))
+                      : tt_b_bin(b, TT_OP_SUBTRACT, g, tt_b_bin(b, TT_OP_MULTIPLY, diff, tt_full_like(b, m, 1 - w)));
+    v = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, v, tt_full_like(b, v, beta2)),
+                    tt_b_bin(b, TT_OP_MULTIPLY, tt_b_bin(b, TT_OP_MULTIPLY, tt_full_like(b, g, 1 - beta2), g), g));
     tt_val den_src = v;
     out_mx[j] = TT_INVALID;
     if (amsgrad) {
       const tt_tensor_ref *mr = tt_lc_list_ref(c, 4, j);
       if (!mr) return tt_lc_decline(c, "None in max_exp_avg_sqs");
-      tt_val mx = tt_b_binary(b, "maximum", read_elem(c, 4, j, ct), v);
+      tt_val mx = tt_b_bin(b, TT_OP_MAXIMUM, read_elem(c, 4, j, ct), v);
       out_mx[j] = mx;
       den_src = mx;
     }
-    tt_val den = tt_b_binary(b, "add", tt_b_binary(b, "divide", tt_b_unary(b, "sqrt", den_src), bcast(b, bc2_sqrt, p)),
+    tt_val den = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_DIVIDE, tt_b_un(b, TT_OP_SQRT, den_src), bcast(b, bc2_sqrt, p)),
                              tt_full_like(b, p, eps));
-    p = tt_b_binary(b, "subtract", p,
-                    tt_b_binary(b, "divide", tt_b_binary(b, "multiply", bcast(b, step_size, m), m), den));
+    p = tt_b_bin(b, TT_OP_SUBTRACT, p,
+                    tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_MULTIPLY, bcast(b, step_size, m), m), den));
     out_p[j] = p;
     out_m[j] = m;
     out_v[j] = v;
@@ -459,24 +457,24 @@ static tt_error *lower_fused_sgd(tt_lower_ctx *c) {
   if (tt_b_ndim(b, lr) == 1) lr = tt_b_reshape(b, lr, 0, NULL);
   tt_val out_p[n], out_buf[n];
   for (int j = 0; j < n; j++) {
-    tt_dtype ct = opmath(tt_lc_list_ref(c, 0, j)->dtype);
+    tt_dtype ct = tt_opmath(tt_lc_list_ref(c, 0, j)->dtype);
     tt_val p = read_elem(c, 0, j, ct), g = read_elem(c, 1, j, ct);
-    if (maximize) g = tt_b_unary(b, "negate", g);
-    if (wd != 0) g = tt_b_binary(b, "add", g, tt_b_binary(b, "multiply", p, tt_full_like(b, p, wd)));
+    if (maximize) g = tt_b_un(b, TT_OP_NEGATE, g);
+    if (wd != 0) g = tt_b_bin(b, TT_OP_ADD, g, tt_b_bin(b, TT_OP_MULTIPLY, p, tt_full_like(b, p, wd)));
     out_buf[j] = TT_INVALID;
     if (has_buf) {
       tt_val buf;
       if (first) {
         buf = g;
       } else {
-        buf = tt_b_binary(b, "add", tt_b_binary(b, "multiply", read_elem(c, 2, j, ct), tt_full_like(b, g, momentum)),
-                          tt_b_binary(b, "multiply", tt_full_like(b, g, 1 - dampening), g));
+        buf = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, read_elem(c, 2, j, ct), tt_full_like(b, g, momentum)),
+                          tt_b_bin(b, TT_OP_MULTIPLY, tt_full_like(b, g, 1 - dampening), g));
       }
       out_buf[j] = buf;
-      g = nesterov ? tt_b_binary(b, "add", g, tt_b_binary(b, "multiply", tt_full_like(b, g, momentum), buf)) : buf;
+      g = nesterov ? tt_b_bin(b, TT_OP_ADD, g, tt_b_bin(b, TT_OP_MULTIPLY, tt_full_like(b, g, momentum), buf)) : buf;
     }
     tt_val lrv = bcast(b, tt_b_convert(b, lr, ct), p);
-    out_p[j] = tt_b_binary(b, "subtract", p, tt_b_binary(b, "multiply", lrv, g));
+    out_p[j] = tt_b_bin(b, TT_OP_SUBTRACT, p, tt_b_bin(b, TT_OP_MULTIPLY, lrv, g));
   }
   for (int j = 0; j < n; j++) tt_lc_output(c, out_p[j]);
   for (int j = 0; j < n; j++) tt_lc_output_unchanged(c); /* grads */

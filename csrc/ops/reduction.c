@@ -71,7 +71,7 @@ static tt_error *sum_prod(tt_lower_ctx *c, bool prod, int dim_arg, int keep_arg,
     tt_lc_output(c, red_finish(b, v, &p));
     return NULL;
   }
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
   tt_val v = prod ? tt_b_reduce(b, x, tt_b_constant(b, acc, 1), p.dims, p.n, "multiply")
                   : red_cascade_add(b, x, p.dims, p.n);
@@ -112,10 +112,10 @@ static tt_error *lower_mean(tt_lower_ctx *c) {
                       "mean(): could not infer output dtype. Input dtype must be either a "
                       "floating point or complex dtype. Got: %s", torch_name(out));
   }
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
   tt_val s = reduce_add(b, x, &p);
-  s = tt_b_binary(b, "divide", s, tt_full_like(b, s, (double)p.count));
+  s = tt_b_bin(b, TT_OP_DIVIDE, s, tt_full_like(b, s, (double)p.count));
   tt_lc_output(c, red_finish(b, tt_b_convert(b, s, out), &p));
   return NULL;
 }
@@ -163,18 +163,18 @@ static tt_error *var_std(tt_lower_ctx *c, bool is_std, bool with_mean, const cha
                       name);
   rplan p;
   if (!red_plan_dims(c, r, 1, true, tt_lc_bool(c, 3, false), &p)) return red_builder_error(c);
-  tt_dtype acc = red_acc_of(r->dtype);
+  tt_dtype acc = tt_opmath(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val s = reduce_add(b, x, &p);
-  tt_val mean = tt_b_binary(b, "divide", s, tt_full_like(b, s, (double)p.count));
-  tt_val d = tt_b_binary(b, "subtract", x, expand_back(b, mean, &p));
-  tt_val ss = reduce_add(b, tt_b_binary(b, "multiply", d, d), &p);
+  tt_val mean = tt_b_bin(b, TT_OP_DIVIDE, s, tt_full_like(b, s, (double)p.count));
+  tt_val d = tt_b_bin(b, TT_OP_SUBTRACT, x, expand_back(b, mean, &p));
+  tt_val ss = reduce_add(b, tt_b_bin(b, TT_OP_MULTIPLY, d, d), &p);
   tt_val corr = tt_lc_is_none(c, 2) ? tt_b_constant(b, acc, 1) : tt_lc_scalar(c, 2, acc);
-  tt_val dof = tt_b_binary(b, "subtract", tt_b_constant(b, acc, (double)p.count), corr);
-  dof = tt_b_binary(b, "maximum", dof, tt_b_constant(b, acc, 0));
+  tt_val dof = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_constant(b, acc, (double)p.count), corr);
+  dof = tt_b_bin(b, TT_OP_MAXIMUM, dof, tt_b_constant(b, acc, 0));
   tt_shape rs = tt_b_shape(b, ss);
-  tt_val v = tt_b_binary(b, "divide", ss, tt_b_broadcast_in_dim(b, dof, rs.ndim, rs.dims, NULL));
-  if (is_std) v = tt_b_unary(b, "sqrt", v);
+  tt_val v = tt_b_bin(b, TT_OP_DIVIDE, ss, tt_b_broadcast_in_dim(b, dof, rs.ndim, rs.dims, NULL));
+  if (is_std) v = tt_b_un(b, TT_OP_SQRT, v);
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, r->dtype), &p));
   if (with_mean) tt_lc_output(c, red_finish(b, tt_b_convert(b, mean, r->dtype), &p));
   return NULL;
@@ -198,13 +198,13 @@ static tt_error *lower_logsumexp(tt_lower_ctx *c) {
   rplan p;
   if (!red_plan_dims(c, r, 1, true, tt_lc_bool(c, 2, false), &p)) return red_builder_error(c);
   tt_dtype out = tt_dtype_is_floating(r->dtype) ? r->dtype : TT_DEFAULT_FLOAT;
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val m = tt_reduce_max(b, x, p.dims, p.n);
-  tt_val inf = tt_b_compare(b, "EQ", tt_b_unary(b, "abs", m), tt_full_like(b, m, INFINITY));
+  tt_val inf = tt_b_compare(b, "EQ", tt_b_un(b, TT_OP_ABS, m), tt_full_like(b, m, INFINITY));
   m = tt_b_select(b, inf, tt_full_like(b, m, 0), m);
-  tt_val e = tt_b_unary(b, "exponential", tt_b_binary(b, "subtract", x, expand_back(b, m, &p)));
-  tt_val v = tt_b_binary(b, "add", tt_b_unary(b, "log", reduce_add(b, e, &p)), m);
+  tt_val e = tt_b_un(b, TT_OP_EXPONENTIAL, tt_b_bin(b, TT_OP_SUBTRACT, x, expand_back(b, m, &p)));
+  tt_val v = tt_b_bin(b, TT_OP_ADD, tt_b_un(b, TT_OP_LOG, reduce_add(b, e, &p)), m);
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, out), &p));
   return NULL;
 }
@@ -240,8 +240,8 @@ static tt_error *softmax(tt_lower_ctx *c, bool log) {
   if (!tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "non-float input");
   int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), r->ndim);
   if (dim < 0) return red_builder_error(c);
-  tt_dtype out = tt_lc_bool(c, 2, false) && red_is_half(r->dtype) ? TT_F32 : r->dtype;
-  tt_dtype acc = red_acc_of(r->dtype);
+  tt_dtype out = tt_lc_bool(c, 2, false) && tt_dtype_is_half(r->dtype) ? TT_F32 : r->dtype;
+  tt_dtype acc = tt_opmath(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   if (r->ndim == 0) {
     tt_lc_output(c, tt_b_convert(b, tt_full_like(b, x, log ? 0 : 1), out));
@@ -258,11 +258,11 @@ static tt_error *softmax(tt_lower_ctx *c, bool log) {
   /* A plain max (no NaN pass over x, unlike tt_reduce_max): a NaN in a row
    * makes that row's sum NaN, so the whole row is NaN either way. */
   tt_val m = tt_b_reduce(b, x, tt_b_constant(b, acc, -INFINITY), p.dims, 1, "maximum");
-  tt_val d = tt_b_binary(b, "subtract", x, expand_back(b, m, &p));
-  tt_val e = tt_b_unary(b, "exponential", d);
+  tt_val d = tt_b_bin(b, TT_OP_SUBTRACT, x, expand_back(b, m, &p));
+  tt_val e = tt_b_un(b, TT_OP_EXPONENTIAL, d);
   tt_val s = reduce_add(b, e, &p);
-  tt_val v = log ? tt_b_binary(b, "subtract", d, expand_back(b, tt_b_unary(b, "log", s), &p))
-                 : tt_b_binary(b, "divide", e, expand_back(b, s, &p));
+  tt_val v = log ? tt_b_bin(b, TT_OP_SUBTRACT, d, expand_back(b, tt_b_un(b, TT_OP_LOG, s), &p))
+                 : tt_b_bin(b, TT_OP_DIVIDE, e, expand_back(b, s, &p));
   tt_lc_output(c, tt_b_convert(b, v, out));
   return NULL;
 }
@@ -285,7 +285,7 @@ static tt_error *softmax_backward(tt_lower_ctx *c, bool log) {
   tt_dtype out;
   if (!red_arg_dtype(c, 3, g->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
   if (!tt_dtype_is_floating(out)) return tt_lc_decline(c, "non-float input_dtype");
-  tt_dtype acc = red_acc_of(tt_promote(g->dtype, o->dtype));
+  tt_dtype acc = tt_opmath(tt_promote(g->dtype, o->dtype));
   tt_val gv = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val ov = tt_b_convert(b, tt_lc_tensor(c, 1), acc);
   rplan p;
@@ -301,11 +301,11 @@ static tt_error *softmax_backward(tt_lower_ctx *c, bool log) {
   tt_val v;
   if (log) {
     tt_val s = expand_back(b, reduce_add(b, gv, &p), &p);
-    v = tt_b_binary(b, "subtract", gv, tt_b_binary(b, "multiply", tt_b_unary(b, "exponential", ov), s));
+    v = tt_b_bin(b, TT_OP_SUBTRACT, gv, tt_b_bin(b, TT_OP_MULTIPLY, tt_b_un(b, TT_OP_EXPONENTIAL, ov), s));
   } else {
-    tt_val go = tt_b_binary(b, "multiply", gv, ov);
+    tt_val go = tt_b_bin(b, TT_OP_MULTIPLY, gv, ov);
     tt_val s = expand_back(b, reduce_add(b, go, &p), &p);
-    v = tt_b_binary(b, "subtract", go, tt_b_binary(b, "multiply", ov, s));
+    v = tt_b_bin(b, TT_OP_SUBTRACT, go, tt_b_bin(b, TT_OP_MULTIPLY, ov, s));
   }
   tt_lc_output(c, tt_b_convert(b, v, out));
   return NULL;
@@ -327,11 +327,11 @@ static tt_val vnorm(tt_builder *b, tt_val a, tt_val ord, const rplan *pp) {
   tt_val r_min = extreme_reduce(b, a, p.dims, p.n, false);
   tt_val r_0 = reduce_add(b, tt_b_convert(b, tt_b_convert(b, a, TT_BOOL), acc), &p);
   tt_val r_1 = reduce_add(b, a, &p);
-  tt_val r_2 = tt_b_unary(b, "sqrt", reduce_add(b, tt_b_binary(b, "multiply", a, a), &p));
+  tt_val r_2 = tt_b_un(b, TT_OP_SQRT, reduce_add(b, tt_b_bin(b, TT_OP_MULTIPLY, a, a), &p));
   tt_shape as = tt_b_shape(b, a), rs = tt_b_shape(b, r_1);
-  tt_val pa = tt_b_binary(b, "power", a, tt_b_broadcast_in_dim(b, ord, as.ndim, as.dims, NULL));
-  tt_val inv = tt_b_binary(b, "divide", tt_b_constant(b, acc, 1), ord);
-  tt_val r_p = tt_b_binary(b, "power", reduce_add(b, pa, &p),
+  tt_val pa = tt_b_bin(b, TT_OP_POWER, a, tt_b_broadcast_in_dim(b, ord, as.ndim, as.dims, NULL));
+  tt_val inv = tt_b_bin(b, TT_OP_DIVIDE, tt_b_constant(b, acc, 1), ord);
+  tt_val r_p = tt_b_bin(b, TT_OP_POWER, reduce_add(b, pa, &p),
                            tt_b_broadcast_in_dim(b, inv, rs.ndim, rs.dims, NULL));
   struct { double v; tt_val r; } cases[] = {
       {1, r_1}, {2, r_2}, {0, r_0}, {INFINITY, r_max}, {-INFINITY, r_min}};
@@ -369,8 +369,8 @@ static tt_error *vector_norm_impl(tt_lower_ctx *c, int dtype_arg) {
   if (!red_plan_dims(c, r, 2, true, tt_lc_bool(c, 3, false), &p)) return red_builder_error(c);
   /* inf/-inf on empty reductions raise in PyTorch, depending on ord's value */
   if (p.count == 0) return tt_lc_decline(c, "empty reduction");
-  tt_dtype acc = red_acc_of(out);
-  tt_val a = tt_b_unary(b, "abs", tt_b_convert(b, tt_lc_tensor(c, 0), acc));
+  tt_dtype acc = tt_opmath(out);
+  tt_val a = tt_b_un(b, TT_OP_ABS, tt_b_convert(b, tt_lc_tensor(c, 0), acc));
   tt_val ord = ord_none ? tt_b_constant(b, acc, 2) : tt_lc_scalar(c, 1, acc);
   tt_val v = vnorm(b, a, ord, &p);
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, out), &p));
@@ -395,7 +395,7 @@ static tt_error *lower_nansum(tt_lower_ctx *c) {
   tt_val x = tt_lc_tensor(c, 0);
   if (tt_dtype_is_floating(r->dtype))
     x = tt_b_select(b, tt_b_compare(b, "NE", x, x), tt_full_like(b, x, 0), x);
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   x = tt_b_convert(b, tt_b_convert(b, x, out), acc);
   tt_val v = tt_b_reduce(b, x, tt_b_constant(b, acc, 0), p.dims, p.n, "add");
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, out), &p));
@@ -474,14 +474,14 @@ static tt_error *lower_renorm(tt_lower_ctx *c) {
     }
   }
   if (p.count == 0 || r->sizes[dim] == 0) return tt_lc_decline(c, "empty renorm");
-  tt_dtype acc = red_acc_of(r->dtype);
+  tt_dtype acc = tt_opmath(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
-  tt_val norm = vnorm(b, tt_b_unary(b, "abs", x), tt_lc_scalar(c, 1, acc), &p);
+  tt_val norm = vnorm(b, tt_b_un(b, TT_OP_ABS, x), tt_lc_scalar(c, 1, acc), &p);
   tt_shape ns = tt_b_shape(b, norm);
   tt_val mx = tt_b_broadcast_in_dim(b, tt_lc_scalar(c, 3, acc), ns.ndim, ns.dims, NULL);
-  tt_val scaled = tt_b_binary(b, "divide", mx, tt_b_binary(b, "add", norm, tt_full_like(b, norm, 1e-7)));
+  tt_val scaled = tt_b_bin(b, TT_OP_DIVIDE, mx, tt_b_bin(b, TT_OP_ADD, norm, tt_full_like(b, norm, 1e-7)));
   tt_val factor = tt_b_select(b, tt_b_compare(b, "GT", norm, mx), scaled, tt_full_like(b, norm, 1));
-  tt_val v = tt_b_binary(b, "multiply", x, expand_back(b, factor, &p));
+  tt_val v = tt_b_bin(b, TT_OP_MULTIPLY, x, expand_back(b, factor, &p));
   tt_lc_output(c, tt_b_convert(b, v, r->dtype));
   return NULL;
 }
@@ -499,10 +499,10 @@ static tt_error *lower_dist(tt_lower_ctx *c) {
   rplan p;
   red_plan_all(&p, nd, dims, false);
   if (p.count == 0) return tt_lc_decline(c, "empty dist");
-  tt_dtype acc = red_acc_of(dt);
-  tt_val d = tt_b_binary(b, "subtract", tt_operand(c, 0, dt, nd, dims), tt_operand(c, 1, dt, nd, dims));
+  tt_dtype acc = tt_opmath(dt);
+  tt_val d = tt_b_bin(b, TT_OP_SUBTRACT, tt_operand(c, 0, dt, nd, dims), tt_operand(c, 1, dt, nd, dims));
   tt_val ord = tt_lc_is_none(c, 2) ? tt_b_constant(b, acc, 2) : tt_lc_scalar(c, 2, acc);
-  tt_val v = vnorm(b, tt_b_unary(b, "abs", tt_b_convert(b, d, acc)), ord, &p);
+  tt_val v = vnorm(b, tt_b_un(b, TT_OP_ABS, tt_b_convert(b, d, acc)), ord, &p);
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, dt), &p));
   return NULL;
 }

@@ -7,11 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-bool red_is_half(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16; }
-
-/* Accumulation dtype of a float dtype. */
-tt_dtype red_acc_of(tt_dtype dt) { return red_is_half(dt) ? TT_F32 : dt; }
-
 /* A ScalarType argument (None -> dflt). Returns false if it is not one. */
 bool red_arg_dtype(const tt_lower_ctx *c, int i, tt_dtype dflt, tt_dtype *out) {
   const tt_arg *a = tt_lc_arg(c, i);
@@ -119,16 +114,6 @@ tt_val red_zero_idx(tt_builder *b, tt_val x) {
   return tt_b_full(b, s, 0);
 }
 
-/* Slice [lo, hi) of x along dim. */
-tt_val red_slice_dim(tt_builder *b, tt_val x, int dim, int64_t lo, int64_t hi) {
-  tt_shape s = tt_b_shape(b, x);
-  int64_t st[TT_MAX_DIMS] = {0}, li[TT_MAX_DIMS];
-  memcpy(li, s.dims, sizeof li);
-  st[dim] = lo;
-  li[dim] = hi;
-  return tt_b_slice(b, x, st, li, NULL);
-}
-
 /* Full reduction plan of a shape (result 0-d, or all ones with keepdim). */
 void red_plan_all(rplan *p, int ndim, const int64_t *sizes, bool keepdim) {
   memset(p, 0, sizeof *p);
@@ -166,7 +151,7 @@ static tt_val major_add(tt_builder *b, tt_val x, int64_t rows, int nk, const int
   for (int i = 0; i < nk; i++) k *= kept[i];
   int64_t d2[2] = {rows, k}, d0 = 0;
   x = tt_b_reshape(b, x, 2, d2);
-  x = tt_b_op(b, "stablehlo.optimization_barrier", &x, 1, NULL, tt_b_shape(b, x));
+  x = tt_b_emit1(b, TT_OP_OPTIMIZATION_BARRIER, &x, 1, NULL, tt_b_shape(b, x));
   x = tt_b_reduce(b, x, zero, &d0, 1, "add");
   return tt_b_reshape(b, x, nk, kept);
 }

@@ -20,11 +20,6 @@ typedef struct {
   int64_t count;              /* elements reduced into each output */
 } rplan;
 
-bool red_is_half(tt_dtype dt);
-
-/* Accumulation dtype of a float dtype. */
-tt_dtype red_acc_of(tt_dtype dt);
-
 /* A ScalarType argument (None -> dflt). Returns false if it is not one. */
 bool red_arg_dtype(const tt_lower_ctx *c, int i, tt_dtype dflt, tt_dtype *out);
 
@@ -52,9 +47,6 @@ bool red_sum_dtype(const tt_lower_ctx *c, int dtype_arg, tt_dtype in, tt_dtype *
 
 /* Zero int64 indices shaped like x. */
 tt_val red_zero_idx(tt_builder *b, tt_val x);
-
-/* Slice [lo, hi) of x along dim. */
-tt_val red_slice_dim(tt_builder *b, tt_val x, int dim, int64_t lo, int64_t hi);
 
 /* Full reduction plan of a shape (result 0-d, or all ones with keepdim). */
 void red_plan_all(rplan *p, int ndim, const int64_t *sizes, bool keepdim);

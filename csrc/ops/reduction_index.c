@@ -81,7 +81,7 @@ static void arg_reduce(tt_builder *b, tt_val x, int dim, bool is_max, tt_val *va
   char attrs[64];
   snprintf(attrs, sizeof attrs, "dimensions = array<i64: %d>", dim);
   tt_val ins[4] = {x, iota, init_v, init_i}, res[2];
-  tt_b_op_multi(b, "stablehlo.reduce", ins, 4, attrs, region, outs, 2, res);
+  tt_b_emit(b, TT_OP_REDUCE, ins, 4, attrs, region, outs, 2, res);
   *val = res[0];
   *idx = res[1];
 }
@@ -210,7 +210,7 @@ static void sort_along(tt_builder *b, tt_val x, int dim, bool desc, tt_val *vals
   snprintf(attrs, sizeof attrs, "dimension = %d : i64, is_stable = true", dim);
   tt_shape outs[2] = {ks, is};
   tt_val ins[2] = {keys, iota}, r[2];
-  tt_b_op_multi(b, "stablehlo.sort", ins, 2, attrs, rg, outs, 2, r);
+  tt_b_emit(b, TT_OP_SORT, ins, 2, attrs, rg, outs, 2, r);
   *vals = tt_b_convert(b, r[0], dt);
   *idx = r[1];
 }
@@ -238,7 +238,7 @@ static tt_val take_at(tt_builder *b, tt_val x, int dim, tt_val pos) {
            "index_vector_dim = %d>, slice_sizes = %s, indices_are_sorted = false",
            lst, lst, nd - 1, arr);
   tt_val ins[2] = {x, ind};
-  return tt_b_op(b, "stablehlo.gather", ins, 2, attrs, tt_shape_make(s.dtype, ps.ndim, ps.dims));
+  return tt_b_emit1(b, TT_OP_GATHER, ins, 2, attrs, tt_shape_make(s.dtype, ps.ndim, ps.dims));
 }
 
 /* sort(self, dim=-1, descending) / sort.stable(self, *, stable, dim=-1, descending).
@@ -284,8 +284,8 @@ static tt_error *lower_topk(tt_lower_ctx *c) {
     sort_along(b, x, (int)dim, largest, &v, &i);
   }
   if (r->ndim > 0 && k < n) {
-    v = red_slice_dim(b, v, (int)dim, 0, k);
-    i = red_slice_dim(b, i, (int)dim, 0, k);
+    v = tt_slice_dim(b, v, (int)dim, 0, k);
+    i = tt_slice_dim(b, i, (int)dim, 0, k);
   }
   tt_lc_output(c, v);
   tt_lc_output(c, i);
@@ -327,8 +327,8 @@ static tt_error *lower_kthvalue(tt_lower_ctx *c) {
   }
   tt_val v, i;
   sort_along(b, x, (int)dim, false, &v, &i);
-  tt_lc_output(c, red_finish(b, red_slice_dim(b, v, (int)dim, k - 1, k), &p));
-  tt_lc_output(c, red_finish(b, red_slice_dim(b, i, (int)dim, k - 1, k), &p));
+  tt_lc_output(c, red_finish(b, tt_slice_dim(b, v, (int)dim, k - 1, k), &p));
+  tt_lc_output(c, red_finish(b, tt_slice_dim(b, i, (int)dim, k - 1, k), &p));
   return NULL;
 }
 
@@ -374,10 +374,10 @@ static tt_error *median_impl(tt_lower_ctx *c, bool ignore_nan) {
   tt_val pos = tt_b_full(b, rs, (double)((n - 1) / 2));
   if (tt_dtype_is_floating(r->dtype)) {
     tt_val cnt = nan_count(b, x, dim);
-    tt_val left = tt_b_binary(b, "subtract", tt_b_full(b, rs, (double)n), cnt);
+    tt_val left = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_full(b, rs, (double)n), cnt);
     if (ignore_nan) {
       /* (n - nan - 1) / 2, truncating like C (all NaN -> position 0) */
-      pos = tt_b_binary(b, "divide", tt_b_binary(b, "subtract", left, tt_b_full(b, rs, 1)),
+      pos = tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_SUBTRACT, left, tt_b_full(b, rs, 1)),
                         tt_b_full(b, rs, 2));
     } else {
       pos = tt_b_select(b, tt_b_compare(b, "GT", cnt, tt_b_full(b, rs, 0)), left, pos);
@@ -400,8 +400,8 @@ static tt_val scan_max_i64(tt_builder *b, tt_val x, int dim) {
   for (int64_t sh = 1; sh < n; sh *= 2) {
     int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0};
     lo[dim] = sh;
-    tt_val prev = tt_b_pad(b, red_slice_dim(b, x, dim, 0, n - sh), tt_b_constant_int(b, TT_I64, 0), lo, hi, NULL);
-    x = tt_b_binary(b, "maximum", x, prev);
+    tt_val prev = tt_b_pad(b, tt_slice_dim(b, x, dim, 0, n - sh), tt_b_constant_int(b, TT_I64, 0), lo, hi, NULL);
+    x = tt_b_bin(b, TT_OP_MAXIMUM, x, prev);
   }
   return x;
 }
@@ -430,7 +430,7 @@ static tt_error *lower_mode(tt_lower_ctx *c) {
   tt_val pos = tt_b_full(b, rs, 0);
   if (n > 1) {
     tt_val k = tt_b_convert(b, sv, r->dtype == TT_BOOL ? TT_U8 : r->dtype);
-    tt_val neq = tt_b_compare(b, "NE", red_slice_dim(b, k, dim, 1, n), red_slice_dim(b, k, dim, 0, n - 1));
+    tt_val neq = tt_b_compare(b, "NE", tt_slice_dim(b, k, dim, 1, n), tt_slice_dim(b, k, dim, 0, n - 1));
     int64_t one[TT_MAX_DIMS] = {0}, zero[TT_MAX_DIMS] = {0};
     one[dim] = 1;
     tt_val t = tt_b_constant(b, TT_BOOL, 1);
@@ -441,7 +441,7 @@ static tt_error *lower_mode(tt_lower_ctx *c) {
     tt_val iota = tt_b_iota(b, is, dim);
     tt_val zeros = tt_b_full(b, is, 0);
     tt_val run_start = scan_max_i64(b, tt_b_select(b, start, iota, zeros), dim);
-    tt_val len = tt_b_binary(b, "add", tt_b_binary(b, "subtract", iota, run_start), tt_b_full(b, is, 1));
+    tt_val len = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_SUBTRACT, iota, run_start), tt_b_full(b, is, 1));
     tt_val freq = tt_b_select(b, end, len, zeros);
     tt_val fv;
     arg_reduce(b, freq, dim, true, &fv, &pos);

@@ -45,7 +45,7 @@ static tt_val scan(tt_builder *b, tt_val x, int dim, const char *op) {
   snprintf(attrs, sizeof attrs, "window_dimensions = %s, window_strides = %s, padding = %s", w, st, pad);
   tt_b_region_binary(region, sizeof region, s.dtype, op);
   tt_val ins[2] = {x, tt_b_constant(b, s.dtype, ident)}, res;
-  tt_b_op_multi(b, "stablehlo.reduce_window", ins, 2, attrs, region, &s, 1, &res);
+  tt_b_emit(b, TT_OP_REDUCE_WINDOW, ins, 2, attrs, region, &s, 1, &res);
   return res;
 }
 
@@ -58,7 +58,7 @@ static tt_error *cum(tt_lower_ctx *c, const char *op) {
   tt_dtype out;
   if (!red_sum_dtype(c, 2, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
   if (out == TT_BOOL) return tt_lc_decline(c, "bool result dtype");
-  tt_dtype acc = red_acc_of(out);
+  tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
   if (r->ndim > 0) x = scan(b, x, (int)dim, op);
   tt_lc_output(c, tt_b_convert(b, x, out));
@@ -96,12 +96,12 @@ static tt_error *cum_extreme(tt_lower_ctx *c, bool is_max) {
   for (int64_t sh = 1; sh < n; sh *= 2) {
     int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0};
     lo[dim] = sh;
-    tt_val pv = tt_b_pad(b, red_slice_dim(b, v, (int)dim, 0, n - sh), ident, lo, hi, NULL);
-    tt_val pi = tt_b_pad(b, red_slice_dim(b, idx, (int)dim, 0, n - sh), tt_b_constant_int(b, TT_I64, 0), lo, hi, NULL);
+    tt_val pv = tt_b_pad(b, tt_slice_dim(b, v, (int)dim, 0, n - sh), ident, lo, hi, NULL);
+    tt_val pi = tt_b_pad(b, tt_slice_dim(b, idx, (int)dim, 0, n - sh), tt_b_constant_int(b, TT_I64, 0), lo, hi, NULL);
     tt_val pick = tt_b_compare(b, is_max ? "GE" : "LE", v, pv);
     if (fl) {
       tt_val vn = tt_b_compare(b, "NE", v, v), pn = tt_b_compare(b, "NE", pv, pv);
-      pick = tt_b_binary(b, "or", vn, tt_b_binary(b, "and", tt_b_unary(b, "not", pn), pick));
+      pick = tt_b_bin(b, TT_OP_OR, vn, tt_b_bin(b, TT_OP_AND, tt_b_un(b, TT_OP_NOT, pn), pick));
     }
     v = tt_b_select(b, pick, v, pv);
     idx = tt_b_select(b, pick, idx, pi);
@@ -122,13 +122,13 @@ static tt_error *lower_cummin(tt_lower_ctx *c) { return cum_extreme(c, false); }
  * log1p(exp(min - max)) + max, or x where min == max is infinite. */
 static tt_val log_add_exp_cpu(tt_builder *b, tt_val x, tt_val y) {
   tt_val ynan = tt_b_compare(b, "NE", y, y);
-  tt_val mn = tt_b_select(b, ynan, y, tt_b_binary(b, "minimum", x, y));
-  tt_val mx = tt_b_select(b, ynan, y, tt_b_binary(b, "maximum", x, y));
-  tt_val v = tt_b_binary(b, "add", tt_b_unary(b, "log_plus_one",
-                                              tt_b_unary(b, "exponential", tt_b_binary(b, "subtract", mn, mx))),
+  tt_val mn = tt_b_select(b, ynan, y, tt_b_bin(b, TT_OP_MINIMUM, x, y));
+  tt_val mx = tt_b_select(b, ynan, y, tt_b_bin(b, TT_OP_MAXIMUM, x, y));
+  tt_val v = tt_b_bin(b, TT_OP_ADD, tt_b_un(b, TT_OP_LOG1P,
+                                              tt_b_un(b, TT_OP_EXPONENTIAL, tt_b_bin(b, TT_OP_SUBTRACT, mn, mx))),
                          mx);
-  tt_val same_inf = tt_b_binary(b, "and", tt_b_compare(b, "EQ", mn, mx),
-                                tt_b_compare(b, "EQ", tt_b_unary(b, "abs", mn), tt_full_like(b, mn, INFINITY)));
+  tt_val same_inf = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "EQ", mn, mx),
+                                tt_b_compare(b, "EQ", tt_b_un(b, TT_OP_ABS, mn), tt_full_like(b, mn, INFINITY)));
   return tt_b_select(b, same_inf, x, v);
 }
 
@@ -140,7 +140,7 @@ static tt_error *lower_logcumsumexp(tt_lower_ctx *c) {
   if (!tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "non-float input");
   int64_t dim = tt_wrap_dim(c, tt_lc_int(c, 1, 0), r->ndim);
   if (dim < 0) return red_builder_error(c);
-  tt_dtype acc = red_acc_of(r->dtype);
+  tt_dtype acc = tt_opmath(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   int64_t n = r->ndim ? r->sizes[dim] : 1;
   if (r->ndim && n > 1 && n <= LCSE_SEQUENTIAL_MAX) {
@@ -149,9 +149,9 @@ static tt_error *lower_logcumsumexp(tt_lower_ctx *c) {
      * amplifies any other association's last-bit differences. */
     tt_val *parts = malloc(sizeof(tt_val) * (size_t)n);
     if (!parts) return tt_lc_decline(c, "out of host memory");
-    parts[0] = red_slice_dim(b, x, (int)dim, 0, 1);
+    parts[0] = tt_slice_dim(b, x, (int)dim, 0, 1);
     for (int64_t i = 1; i < n; i++)
-      parts[i] = log_add_exp_cpu(b, red_slice_dim(b, x, (int)dim, i, i + 1), parts[i - 1]);
+      parts[i] = log_add_exp_cpu(b, tt_slice_dim(b, x, (int)dim, i, i + 1), parts[i - 1]);
     x = tt_b_concat(b, parts, (int)n, (int)dim);
     free(parts);
     n = 1; /* done: skip the log-step scan below */
@@ -159,15 +159,15 @@ static tt_error *lower_logcumsumexp(tt_lower_ctx *c) {
   for (int64_t sh = 1; r->ndim && sh < n; sh *= 2) {
     int64_t lo[TT_MAX_DIMS] = {0}, hi[TT_MAX_DIMS] = {0};
     lo[dim] = sh;
-    tt_val a = tt_b_pad(b, red_slice_dim(b, x, (int)dim, 0, n - sh), tt_b_constant(b, acc, -INFINITY), lo, hi, NULL);
-    tt_val mn = tt_b_binary(b, "minimum", a, x), mx = tt_b_binary(b, "maximum", a, x);
-    tt_val v = tt_b_binary(b, "add", tt_b_unary(b, "log_plus_one",
-                                                tt_b_unary(b, "exponential", tt_b_binary(b, "subtract", mn, mx))),
+    tt_val a = tt_b_pad(b, tt_slice_dim(b, x, (int)dim, 0, n - sh), tt_b_constant(b, acc, -INFINITY), lo, hi, NULL);
+    tt_val mn = tt_b_bin(b, TT_OP_MINIMUM, a, x), mx = tt_b_bin(b, TT_OP_MAXIMUM, a, x);
+    tt_val v = tt_b_bin(b, TT_OP_ADD, tt_b_un(b, TT_OP_LOG1P,
+                                                tt_b_un(b, TT_OP_EXPONENTIAL, tt_b_bin(b, TT_OP_SUBTRACT, mn, mx))),
                            mx);
-    tt_val same_inf = tt_b_binary(b, "and", tt_b_compare(b, "EQ", mn, mx),
-                                  tt_b_compare(b, "EQ", tt_b_unary(b, "abs", mn), tt_full_like(b, mn, INFINITY)));
+    tt_val same_inf = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "EQ", mn, mx),
+                                  tt_b_compare(b, "EQ", tt_b_un(b, TT_OP_ABS, mn), tt_full_like(b, mn, INFINITY)));
     v = tt_b_select(b, same_inf, a, v);
-    tt_val nan = tt_b_binary(b, "or", tt_b_compare(b, "NE", a, a), tt_b_compare(b, "NE", x, x));
+    tt_val nan = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "NE", a, a), tt_b_compare(b, "NE", x, x));
     x = tt_b_select(b, nan, tt_full_like(b, x, NAN), v);
   }
   tt_lc_output(c, tt_b_convert(b, x, r->dtype));

@@ -98,7 +98,7 @@ static tt_error *lower_index_add(tt_lower_ctx *c) {
   tt_dtype dt = self->dtype;
   tt_val upd = tt_lc_tensor(c, 3);
   tt_val alpha = tt_b_broadcast_to(b, tt_lc_scalar(c, 4, dt), src->ndim, src->sizes);
-  upd = tt_b_binary(b, dt == TT_BOOL ? "and" : "multiply", upd, alpha);
+  upd = tt_b_bin(b, dt == TT_BOOL ? TT_OP_AND : TT_OP_MULTIPLY, upd, alpha);
   int64_t idims[2] = {n, 1};
   tt_val idx = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64), 2, idims);
   int64_t win[TT_MAX_DIMS];
@@ -258,11 +258,11 @@ static tt_val divide_by_counts(tt_builder *b, tt_val sum, tt_val counts) {
   tt_shape s = tt_b_shape(b, sum);
   tt_val zero = tt_b_full(b, tt_shape_make(s.dtype, s.ndim, s.dims), 0);
   counts = tt_b_select(b, tt_b_compare(b, "EQ", counts, zero), tt_b_full(b, s, 1), counts);
-  tt_val q = tt_b_binary(b, "divide", sum, counts);
+  tt_val q = tt_b_bin(b, TT_OP_DIVIDE, sum, counts);
   if (tt_dtype_is_floating(s.dtype)) return q;
-  tt_val r = tt_b_binary(b, "remainder", sum, counts);
-  tt_val adj = tt_b_binary(b, "and", tt_b_compare(b, "NE", r, zero), tt_b_compare(b, "LT", sum, zero));
-  return tt_b_select(b, adj, tt_b_binary(b, "subtract", q, tt_b_full(b, s, 1)), q);
+  tt_val r = tt_b_bin(b, TT_OP_REMAINDER, sum, counts);
+  tt_val adj = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "NE", r, zero), tt_b_compare(b, "LT", sum, zero));
+  return tt_b_select(b, adj, tt_b_bin(b, TT_OP_SUBTRACT, q, tt_b_full(b, s, 1)), q);
 }
 
 /* A bool [size] mask, true at the positions listed in idx (i64 [n, 1];
@@ -349,7 +349,7 @@ static tt_error *index_op_on_scalar(tt_lower_ctx *c, int kind) {
   tt_val v = tt_lc_tensor(c, 3), r = v;
   if (kind == IX_ADD) {
     if (dt == TT_BOOL) return tt_lc_decline(c, "index_add on bool");
-    r = tt_b_binary(b, "add", x, tt_b_binary(b, "multiply", tt_lc_scalar(c, 4, dt), v));
+    r = tt_b_bin(b, TT_OP_ADD, x, tt_b_bin(b, TT_OP_MULTIPLY, tt_lc_scalar(c, 4, dt), v));
   } else if (kind == IX_REDUCE) {
     const char *reduce = tt_lc_string(c, 4, "");
     const char *op = reduce_combiner(reduce);

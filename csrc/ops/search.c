@@ -15,7 +15,7 @@ static tt_val take_rows(tt_builder *b, tt_val x, tt_val pos) {
   int64_t d3[3] = {ps.dims[0], ps.dims[1], 1};
   tt_val parts[2] = {tt_b_reshape(b, tt_b_iota(b, ps, 0), 3, d3), tt_b_reshape(b, pos, 3, d3)};
   tt_val ins[2] = {x, tt_b_concat(b, parts, 2, 2)};
-  return tt_b_op(b, "stablehlo.gather", ins, 2,
+  return tt_b_emit1(b, TT_OP_GATHER, ins, 2,
                  "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0, 1], "
                  "start_index_map = [0, 1], index_vector_dim = 2>, slice_sizes = array<i64: 1, 1>, "
                  "indices_are_sorted = false",
@@ -80,12 +80,12 @@ static tt_error *bsearch_impl(tt_lower_ctx *c, int seq_arg, int val_arg, int sid
   tt_val one = tt_b_full(b, is, 1), two = tt_b_full(b, is, 2), last = tt_b_full(b, is, (double)(m - 1));
   for (int64_t w = m; w > 0; w >>= 1) {
     tt_val active = tt_b_compare(b, "LT", st, en);
-    tt_val mid = tt_b_binary(b, "add", st, tt_b_binary(b, "divide", tt_b_binary(b, "subtract", en, st), two));
-    tt_val mv = take_rows(b, bd, tt_b_binary(b, "minimum", mid, last));
+    tt_val mid = tt_b_bin(b, TT_OP_ADD, st, tt_b_bin(b, TT_OP_DIVIDE, tt_b_bin(b, TT_OP_SUBTRACT, en, st), two));
+    tt_val mv = take_rows(b, bd, tt_b_bin(b, TT_OP_MINIMUM, mid, last));
     tt_val hit = tt_b_compare(b, right ? "GT" : "GE", mv, vv);
-    tt_val go = tt_b_binary(b, "and", active, tt_b_unary(b, "not", hit));
-    tt_val stop = tt_b_binary(b, "and", active, hit);
-    st = tt_b_select(b, go, tt_b_binary(b, "add", mid, one), st);
+    tt_val go = tt_b_bin(b, TT_OP_AND, active, tt_b_un(b, TT_OP_NOT, hit));
+    tt_val stop = tt_b_bin(b, TT_OP_AND, active, hit);
+    st = tt_b_select(b, go, tt_b_bin(b, TT_OP_ADD, mid, one), st);
     en = tt_b_select(b, stop, mid, en);
   }
   tt_val out = tt_b_reshape(b, st, vnd, vdims);
@@ -138,7 +138,7 @@ static tt_error *lower_isin(tt_lower_ctx *c) {
   tt_val eq = tt_b_compare(b, "EQ", tt_b_broadcast_in_dim(b, ev, 2, d2, &m0),
                            tt_b_broadcast_in_dim(b, tv, 2, d2, &m1));
   tt_val any = tt_b_reduce(b, eq, tt_b_constant(b, TT_BOOL, 0), &m1, 1, "or");
-  if (invert) any = tt_b_unary(b, "not", any);
+  if (invert) any = tt_b_un(b, TT_OP_NOT, any);
   tt_lc_output(c, tt_b_reshape(b, any, e->ndim, e->sizes));
   return NULL;
 }

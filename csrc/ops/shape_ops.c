@@ -109,7 +109,7 @@ static tt_error *triangle(tt_lower_ctx *c, bool upper) {
   tt_shape s = ix_shape_of(TT_I64, self->ndim, self->sizes);
   /* keep where col - row >= diag (triu) or <= diag (tril) */
   tt_val row = tt_b_iota(b, s, self->ndim - 2), col = tt_b_iota(b, s, self->ndim - 1);
-  tt_val d = tt_b_binary(b, "subtract", col, row);
+  tt_val d = tt_b_bin(b, TT_OP_SUBTRACT, col, row);
   tt_val keep = tt_b_compare(b, upper ? "GE" : "LE", d, tt_b_full(b, s, (double)diag));
   tt_lc_output(c, tt_b_select(b, keep, x, tt_b_full(b, tt_lc_ref_shape(self), 0)));
   return NULL;
@@ -145,7 +145,7 @@ static tt_error *lower_flip(tt_lower_ctx *c) {
   char list[200], attrs[240];
   tt_fmt_i64_array(list, sizeof list, w, nw);
   snprintf(attrs, sizeof attrs, "dimensions = %s", list);
-  tt_lc_output(c, tt_b_op(b, "stablehlo.reverse", &x, 1, attrs, tt_b_shape(b, x)));
+  tt_lc_output(c, tt_b_emit1(b, TT_OP_REVERSE, &x, 1, attrs, tt_b_shape(b, x)));
   return NULL;
 }
 
@@ -372,12 +372,12 @@ static tt_error *lower_slice_scatter(tt_lower_ctx *c) {
   tt_val spread = tt_b_pad(b, y, tt_b_constant(b, self->dtype, 0), lo, hi, in);
   tt_shape is = ix_shape_of(TT_I64, self->ndim, self->sizes);
   tt_val pos = tt_b_iota(b, is, (int)dim);
-  tt_val rel = tt_b_binary(b, "subtract", pos, tt_b_full(b, is, (double)s));
-  tt_val in_range = tt_b_binary(b, "and", tt_b_compare(b, "GE", rel, tt_b_full(b, is, 0)),
+  tt_val rel = tt_b_bin(b, TT_OP_SUBTRACT, pos, tt_b_full(b, is, (double)s));
+  tt_val in_range = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "GE", rel, tt_b_full(b, is, 0)),
                                 tt_b_compare(b, "LT", rel, tt_b_full(b, is, (double)(len - 1) * (double)step + 1)));
-  tt_val on_step = tt_b_compare(b, "EQ", tt_b_binary(b, "remainder", rel, tt_b_full(b, is, (double)step)),
+  tt_val on_step = tt_b_compare(b, "EQ", tt_b_bin(b, TT_OP_REMAINDER, rel, tt_b_full(b, is, (double)step)),
                                 tt_b_full(b, is, 0));
-  tt_val m = tt_b_binary(b, "and", in_range, on_step);
+  tt_val m = tt_b_bin(b, TT_OP_AND, in_range, on_step);
   tt_lc_output(c, tt_b_select(b, m, spread, x));
   return NULL;
 }
@@ -456,7 +456,7 @@ static tt_error *lower_diagonal_scatter(tt_lower_ctx *c) {
   tt_val y = tt_b_pad(b, tt_lc_tensor(c, 1), tt_b_constant(b, self->dtype, 0), lo, hi, NULL);
   y = tt_b_broadcast_in_dim(b, y, self->ndim, self->sizes, map);
   tt_shape is = ix_shape_of(TT_I64, self->ndim, self->sizes);
-  tt_val diff = tt_b_binary(b, "subtract", tt_b_iota(b, is, (int)d2), tt_b_iota(b, is, (int)d1));
+  tt_val diff = tt_b_bin(b, TT_OP_SUBTRACT, tt_b_iota(b, is, (int)d2), tt_b_iota(b, is, (int)d1));
   tt_val m = tt_b_compare(b, "EQ", diff, tt_b_full(b, is, (double)offset));
   tt_lc_output(c, tt_b_select(b, m, y, x));
   return NULL;
@@ -469,7 +469,7 @@ static tt_val prefix_sum(tt_builder *b, tt_val x) {
   for (int64_t s = 1; s < n; s *= 2) {
     int64_t st = 0, li = n - s, lo = s, hi = 0;
     tt_val shifted = tt_b_pad(b, tt_b_slice(b, x, &st, &li, NULL), zero, &lo, &hi, NULL);
-    x = tt_b_binary(b, "add", x, shifted);
+    x = tt_b_bin(b, TT_OP_ADD, x, shifted);
   }
   return x;
 }
@@ -495,7 +495,7 @@ static tt_error *lower_masked_scatter(tt_lower_ctx *c) {
     return NULL;
   }
   tt_val m = tt_b_reshape(b, tt_operand(c, 1, TT_BOOL, nd, dims), 1, &n);
-  tt_val pos = tt_b_binary(b, "subtract", prefix_sum(b, tt_b_convert(b, m, TT_I64)),
+  tt_val pos = tt_b_bin(b, TT_OP_SUBTRACT, prefix_sum(b, tt_b_convert(b, m, TT_I64)),
                            tt_b_full(b, ix_shape_of(TT_I64, 1, &n), 1));
   int64_t idims[2] = {n, 1}, zero = 0, one = 1;
   pos = tt_b_reshape(b, pos, 2, idims); /* out of range (-1, or past source) clamps */
@@ -541,8 +541,8 @@ static tt_error *lower_histc(tt_lower_ctx *c) {
     L = tt_b_reduce(b, x, tt_b_constant(b, ct, INFINITY), (int64_t[]){0}, 1, "minimum");
     R = tt_b_reduce(b, x, tt_b_constant(b, ct, -INFINITY), (int64_t[]){0}, 1, "maximum");
     tt_val eq = tt_b_compare(b, "EQ", L, R);
-    L = tt_b_select(b, eq, tt_b_binary(b, "subtract", L, tt_b_constant(b, ct, 1)), L);
-    R = tt_b_select(b, eq, tt_b_binary(b, "add", R, tt_b_constant(b, ct, 1)), R);
+    L = tt_b_select(b, eq, tt_b_bin(b, TT_OP_SUBTRACT, L, tt_b_constant(b, ct, 1)), L);
+    R = tt_b_select(b, eq, tt_b_bin(b, TT_OP_ADD, R, tt_b_constant(b, ct, 1)), R);
     L = tt_b_convert(b, tt_b_convert(b, L, dt), ct);
     R = tt_b_convert(b, tt_b_convert(b, R, dt), ct);
   } else {
@@ -551,15 +551,15 @@ static tt_error *lower_histc(tt_lower_ctx *c) {
   }
   tt_val Lb = tt_b_broadcast_to(b, L, 1, &n), Rb = tt_b_broadcast_to(b, R, 1, &n);
 #define RND(v) tt_b_convert(b, tt_b_convert(b, (v), dt), ct)
-  tt_val t = RND(tt_b_binary(b, "subtract", x, Lb));
-  t = RND(tt_b_binary(b, "multiply", t, tt_b_full(b, fs, (double)bins)));
-  t = RND(tt_b_binary(b, "divide", t, RND(tt_b_binary(b, "subtract", Rb, Lb))));
+  tt_val t = RND(tt_b_bin(b, TT_OP_SUBTRACT, x, Lb));
+  t = RND(tt_b_bin(b, TT_OP_MULTIPLY, t, tt_b_full(b, fs, (double)bins)));
+  t = RND(tt_b_bin(b, TT_OP_DIVIDE, t, RND(tt_b_bin(b, TT_OP_SUBTRACT, Rb, Lb))));
 #undef RND
   tt_shape is = ix_shape_of(TT_I64, 1, &n);
   tt_val pos = tt_b_convert(b, t, TT_I64);
   pos = tt_b_select(b, tt_b_compare(b, "EQ", pos, tt_b_full(b, is, (double)bins)),
                     tt_b_full(b, is, (double)(bins - 1)), pos);
-  tt_val in = tt_b_binary(b, "and", tt_b_compare(b, "GE", x, Lb), tt_b_compare(b, "LE", x, Rb));
+  tt_val in = tt_b_bin(b, TT_OP_AND, tt_b_compare(b, "GE", x, Lb), tt_b_compare(b, "LE", x, Rb));
   pos = tt_b_select(b, in, pos, tt_b_full(b, is, (double)bins)); /* dropped bucket */
   int64_t idims[2] = {n, 1}, zero = 0, nb = bins + 1;
   pos = tt_b_reshape(b, pos, 2, idims);
@@ -598,7 +598,7 @@ static tt_error *lower_unfold_backward(tt_lower_ctx *c) {
   }
   int64_t ws[3] = {w, size, 1};
   tt_shape is = ix_shape_of(TT_I64, 3, ws);
-  tt_val pos = tt_b_binary(b, "add", tt_b_binary(b, "multiply", tt_b_iota(b, is, 0), tt_b_full(b, is, (double)step)),
+  tt_val pos = tt_b_bin(b, TT_OP_ADD, tt_b_bin(b, TT_OP_MULTIPLY, tt_b_iota(b, is, 0), tt_b_full(b, is, (double)step)),
                            tt_b_iota(b, is, 1));
   int64_t win[TT_MAX_DIMS];
   int n_win = ix_window_dims_except(nd, dim, win);

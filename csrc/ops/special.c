@@ -11,34 +11,34 @@
 
 /* sinc: x == 0 ? 1 : sin(pi x) / (pi x) */
 static tt_val f_sinc(tt_builder *b, tt_val x) {
-  tt_val px = uc_mul(b, uc_K(b, x, M_PI), x);
-  return uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, 0)), uc_K(b, x, 1), uc_dvd(b, uc_un(b, "sine", px), px));
+  tt_val px = tt_mul(b, tt_full_like(b, x, M_PI), x);
+  return uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, 0)), tt_full_like(b, x, 1), tt_div(b, uc_un(b, TT_OP_SINE, px), px));
 }
-static tt_val f_deg2rad(tt_builder *b, tt_val x) { return uc_mul(b, x, uc_K(b, x, M_PI / 180.0)); }
-static tt_val f_rad2deg(tt_builder *b, tt_val x) { return uc_mul(b, x, uc_K(b, x, 180.0 / M_PI)); }
-static tt_val f_lgamma(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.lgamma", x); }
+static tt_val f_deg2rad(tt_builder *b, tt_val x) { return tt_mul(b, x, tt_full_like(b, x, M_PI / 180.0)); }
+static tt_val f_rad2deg(tt_builder *b, tt_val x) { return tt_mul(b, x, tt_full_like(b, x, 180.0 / M_PI)); }
+static tt_val f_lgamma(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_LGAMMA, x); }
 /* is x a non-positive integer (a pole of the gamma function)? */
 static tt_val gamma_pole(tt_builder *b, tt_val x) {
-  return tt_b_binary(b, "and", uc_cmp(b, "LE", x, uc_K(b, x, 0)), uc_cmp(b, "EQ", uc_un(b, "floor", x), x));
+  return tt_b_bin(b, TT_OP_AND, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), uc_cmp(b, "EQ", uc_un(b, TT_OP_FLOOR, x), x));
 }
 /* digamma: +-0 -> -+inf, negative integers -> NaN, like PyTorch's calc_digamma */
 static tt_val f_digamma(tt_builder *b, tt_val x) {
-  tt_val r = uc_chlo(b, "chlo.digamma", x);
-  tt_val zero = uc_K(b, x, 0);
-  tt_val z = uc_sel(b, uc_cmp(b, "LT", uc_copysign_one(b, x), zero), uc_K(b, x, INFINITY), uc_K(b, x, -INFINITY));
-  r = uc_sel(b, gamma_pole(b, x), uc_K(b, x, NAN), r);
+  tt_val r = uc_chlo(b, TT_OP_CHLO_DIGAMMA, x);
+  tt_val zero = tt_full_like(b, x, 0);
+  tt_val z = uc_sel(b, uc_cmp(b, "LT", uc_copysign_one(b, x), zero), tt_full_like(b, x, INFINITY), tt_full_like(b, x, -INFINITY));
+  r = uc_sel(b, gamma_pole(b, x), tt_full_like(b, x, NAN), r);
   return uc_sel(b, uc_cmp(b, "EQ", x, zero), z, r);
 }
 /* entr: x > 0 ? -x log x : x == 0 ? 0 : -inf; NaN stays */
 static tt_val f_special_entr(tt_builder *b, tt_val x) {
-  tt_val zero = uc_K(b, x, 0);
-  tt_val r = uc_sel(b, uc_cmp(b, "EQ", x, zero), zero, uc_K(b, x, -INFINITY));
-  r = uc_sel(b, uc_cmp(b, "GT", x, zero), uc_un(b, "negate", uc_mul(b, x, uc_un(b, "log", x))), r);
+  tt_val zero = tt_full_like(b, x, 0);
+  tt_val r = uc_sel(b, uc_cmp(b, "EQ", x, zero), zero, tt_full_like(b, x, -INFINITY));
+  r = uc_sel(b, uc_cmp(b, "GT", x, zero), uc_un(b, TT_OP_NEGATE, tt_mul(b, x, uc_un(b, TT_OP_LOG, x))), r);
   return uc_sel(b, uc_cmp(b, "NE", x, x), x, r);
 }
 /* angle of a real number: NaN stays, x < 0 -> pi, else 0 */
 static tt_val f_angle(tt_builder *b, tt_val x) {
-  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_K(b, x, M_PI), uc_K(b, x, 0));
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), tt_full_like(b, x, M_PI), tt_full_like(b, x, 0));
   return uc_sel(b, uc_cmp(b, "NE", x, x), x, r);
 }
 
@@ -98,13 +98,13 @@ static const double I1E_B[] = {
 
 /* Clenshaw recurrence: 0.5 (b0 - b2) */
 static tt_val chebyshev(tt_builder *b, tt_val y, const double *coef, int n) {
-  tt_val b0 = uc_K(b, y, coef[0]), b1 = uc_K(b, y, 0), b2 = b1;
+  tt_val b0 = tt_full_like(b, y, coef[0]), b1 = tt_full_like(b, y, 0), b2 = b1;
   for (int i = 1; i < n; i++) {
     b2 = b1;
     b1 = b0;
-    b0 = uc_add(b, uc_sub(b, uc_mul(b, y, b1), b2), uc_K(b, y, coef[i]));
+    b0 = tt_add(b, tt_sub(b, tt_mul(b, y, b1), b2), tt_full_like(b, y, coef[i]));
   }
-  return uc_mul(b, uc_K(b, y, 0.5), uc_sub(b, b0, b2));
+  return tt_mul(b, tt_full_like(b, y, 0.5), tt_sub(b, b0, b2));
 }
 
 /* The scaled function of |x| (exp(-|x|) I(|x|)), order 0 or 1, without the sign. */
@@ -113,19 +113,19 @@ static tt_val bessel_scaled(tt_builder *b, tt_val ax, int order) {
   const double *A = order ? I1E_A : I0E_A, *B = order ? I1E_B : I0E_B;
   int na = order ? 29 : 30, nb = 25;
   if (order && f32) A += 12, na = 17, B += 18, nb = 7;
-  tt_val y_lo = uc_sub(b, uc_dvd(b, ax, uc_K(b, ax, 2)), uc_K(b, ax, 2));
+  tt_val y_lo = tt_sub(b, tt_div(b, ax, tt_full_like(b, ax, 2)), tt_full_like(b, ax, 2));
   tt_val lo = chebyshev(b, y_lo, A, na);
-  if (order) lo = uc_mul(b, lo, ax);
-  tt_val y_hi = uc_sub(b, uc_dvd(b, uc_K(b, ax, 32), ax), uc_K(b, ax, 2));
-  tt_val hi = uc_dvd(b, chebyshev(b, y_hi, B, nb), uc_un(b, "sqrt", ax));
-  return uc_sel(b, uc_cmp(b, "LE", ax, uc_K(b, ax, 8)), lo, hi);
+  if (order) lo = tt_mul(b, lo, ax);
+  tt_val y_hi = tt_sub(b, tt_div(b, tt_full_like(b, ax, 32), ax), tt_full_like(b, ax, 2));
+  tt_val hi = tt_div(b, chebyshev(b, y_hi, B, nb), uc_un(b, TT_OP_SQRT, ax));
+  return uc_sel(b, uc_cmp(b, "LE", ax, tt_full_like(b, ax, 8)), lo, hi);
 }
 
 static tt_val bessel(tt_builder *b, tt_val x, int order, bool scaled) {
-  tt_val ax = uc_un(b, "abs", x);
+  tt_val ax = uc_un(b, TT_OP_ABS, x);
   tt_val r = bessel_scaled(b, ax, order);
-  if (!scaled) r = uc_mul(b, order ? uc_un(b, "exponential", ax) : uc_un(b, "exponential", ax), r);
-  if (order) r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_un(b, "negate", r), r);
+  if (!scaled) r = tt_mul(b, order ? uc_un(b, TT_OP_EXPONENTIAL, ax) : uc_un(b, TT_OP_EXPONENTIAL, ax), r);
+  if (order) r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_NEGATE, r), r);
   return r;
 }
 static tt_val f_i0(tt_builder *b, tt_val x) { return bessel(b, x, 0, false); }
@@ -137,13 +137,13 @@ static tt_val f_special_i1e(tt_builder *b, tt_val x) { return bessel(b, x, 1, tr
  * below 8 and e^|x| (0.5 (b - p)) / sqrt|x| above. (modified_bessel_i0 is
  * i0 exactly, also on CPU.) */
 static tt_val f_special_modified_bessel_i1(tt_builder *b, tt_val x) {
-  tt_val ax = uc_un(b, "abs", x), e = uc_un(b, "exponential", ax);
-  tt_val y_lo = uc_sub(b, uc_dvd(b, ax, uc_K(b, ax, 2)), uc_K(b, ax, 2));
-  tt_val lo = uc_mul(b, uc_mul(b, chebyshev(b, y_lo, I1E_A, 29), ax), e);
-  tt_val y_hi = uc_sub(b, uc_dvd(b, uc_K(b, ax, 32), ax), uc_K(b, ax, 2));
-  tt_val hi = uc_dvd(b, uc_mul(b, e, chebyshev(b, y_hi, I1E_B, 25)), uc_un(b, "sqrt", ax));
-  tt_val r = uc_sel(b, uc_cmp(b, "LE", ax, uc_K(b, ax, 8)), lo, hi);
-  return uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_un(b, "negate", r), r);
+  tt_val ax = uc_un(b, TT_OP_ABS, x), e = uc_un(b, TT_OP_EXPONENTIAL, ax);
+  tt_val y_lo = tt_sub(b, tt_div(b, ax, tt_full_like(b, ax, 2)), tt_full_like(b, ax, 2));
+  tt_val lo = tt_mul(b, tt_mul(b, chebyshev(b, y_lo, I1E_A, 29), ax), e);
+  tt_val y_hi = tt_sub(b, tt_div(b, tt_full_like(b, ax, 32), ax), tt_full_like(b, ax, 2));
+  tt_val hi = tt_div(b, tt_mul(b, e, chebyshev(b, y_hi, I1E_B, 25)), uc_un(b, TT_OP_SQRT, ax));
+  tt_val r = uc_sel(b, uc_cmp(b, "LE", ax, tt_full_like(b, ax, 8)), lo, hi);
+  return uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_NEGATE, r), r);
 }
 /* Modified Bessel functions of the second kind K0, K1 (and e^x K): Cephes'
  * Chebyshev expansions in x^2 - 2 on (0, 2] (with the log(x/2) I term) and
@@ -178,26 +178,26 @@ static const double K1_B[] = {
     2.72062619048444266945e+00};
 
 static tt_val bessel_k(tt_builder *b, tt_val x, int order, bool scaled) {
-  tt_val lx = uc_un(b, "log", uc_mul(b, uc_K(b, x, 0.5), x));
-  tt_val ylo = uc_sub(b, uc_mul(b, x, x), uc_K(b, x, 2));
+  tt_val lx = uc_un(b, TT_OP_LOG, tt_mul(b, tt_full_like(b, x, 0.5), x));
+  tt_val ylo = tt_sub(b, tt_mul(b, x, x), tt_full_like(b, x, 2));
   tt_val lo;
   if (order == 0) {
-    lo = uc_sub(b, chebyshev(b, ylo, K0_A, 10), uc_mul(b, lx, bessel(b, x, 0, false)));
+    lo = tt_sub(b, chebyshev(b, ylo, K0_A, 10), tt_mul(b, lx, bessel(b, x, 0, false)));
   } else {
-    lo = uc_add(b, uc_mul(b, lx, f_special_modified_bessel_i1(b, x)),
-                uc_dvd(b, chebyshev(b, ylo, K1_A, 11), x));
+    lo = tt_add(b, tt_mul(b, lx, f_special_modified_bessel_i1(b, x)),
+                tt_div(b, chebyshev(b, ylo, K1_A, 11), x));
   }
-  tt_val yhi = uc_sub(b, uc_dvd(b, uc_K(b, x, 8), x), uc_K(b, x, 2));
+  tt_val yhi = tt_sub(b, tt_div(b, tt_full_like(b, x, 8), x), tt_full_like(b, x, 2));
   tt_val hi = chebyshev(b, yhi, order ? K1_B : K0_B, 25);
   if (scaled) {
-    lo = uc_mul(b, lo, uc_un(b, "exponential", x));
-    hi = uc_dvd(b, hi, uc_un(b, "sqrt", x));
+    lo = tt_mul(b, lo, uc_un(b, TT_OP_EXPONENTIAL, x));
+    hi = tt_div(b, hi, uc_un(b, TT_OP_SQRT, x));
   } else {
-    hi = uc_dvd(b, uc_mul(b, uc_un(b, "exponential", uc_un(b, "negate", x)), hi), uc_un(b, "sqrt", x));
+    hi = tt_div(b, tt_mul(b, uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, x)), hi), uc_un(b, TT_OP_SQRT, x));
   }
-  tt_val r = uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 2)), lo, hi);
-  r = uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, 0)), uc_K(b, x, INFINITY), r);
-  return uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_K(b, x, NAN), r);
+  tt_val r = uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 2)), lo, hi);
+  r = uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, 0)), tt_full_like(b, x, INFINITY), r);
+  return uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), tt_full_like(b, x, NAN), r);
 }
 static tt_val f_special_modified_bessel_k0(tt_builder *b, tt_val x) { return bessel_k(b, x, 0, false); }
 static tt_val f_special_modified_bessel_k1(tt_builder *b, tt_val x) { return bessel_k(b, x, 1, false); }
@@ -235,21 +235,21 @@ static tt_error *lower_frexp(tt_lower_ctx *c) {
   is.dtype = dt == TT_F64 ? TT_I64 : dt == TT_F32 ? TT_I32 : TT_I16;
 #define IK(v) tt_b_broadcast_to(b, tt_b_constant_int(b, is.dtype, (v)), is.ndim, is.dims)
   tt_val bits = tt_b_bitcast(b, x, is);
-  tt_val e = tt_b_binary(b, "and", tt_b_binary(b, "shift_right_logical", bits, IK(mbits)), IK(emask));
-  tt_val m = tt_b_binary(b, "and", bits, IK(mmask));
-  tt_val sign = tt_b_binary(b, "and", bits, IK(INT64_MIN >> (64 - width)));
+  tt_val e = tt_b_bin(b, TT_OP_AND, tt_b_bin(b, TT_OP_SHIFT_RIGHT_LOGICAL, bits, IK(mbits)), IK(emask));
+  tt_val m = tt_b_bin(b, TT_OP_AND, bits, IK(mmask));
+  tt_val sign = tt_b_bin(b, TT_OP_AND, bits, IK(INT64_MIN >> (64 - width)));
   /* normal: exponent e - bias, mantissa bits m */
-  tt_val ex_n = uc_sub(b, e, IK(bias));
+  tt_val ex_n = tt_sub(b, e, IK(bias));
   /* subnormal: leading one of m at p = width - 1 - clz(m) */
-  tt_val p = uc_sub(b, IK(width - 1), uc_un(b, "count_leading_zeros", m));
-  tt_val ex_s = uc_sub(b, uc_add(b, p, IK(1)), IK(bias + mbits));
-  tt_val m_s = tt_b_binary(b, "and", tt_b_binary(b, "shift_left", m, uc_sub(b, IK(mbits), p)), IK(mmask));
+  tt_val p = tt_sub(b, IK(width - 1), uc_un(b, TT_OP_CLZ, m));
+  tt_val ex_s = tt_sub(b, tt_add(b, p, IK(1)), IK(bias + mbits));
+  tt_val m_s = tt_b_bin(b, TT_OP_AND, tt_b_bin(b, TT_OP_SHIFT_LEFT, m, tt_sub(b, IK(mbits), p)), IK(mmask));
   tt_val is_sub = uc_cmp(b, "EQ", e, IK(0));
-  tt_val mant_bits = tt_b_binary(b, "or", tt_b_binary(b, "or", sign, IK(bias << mbits)),
+  tt_val mant_bits = tt_b_bin(b, TT_OP_OR, tt_b_bin(b, TT_OP_OR, sign, IK(bias << mbits)),
                                  uc_sel(b, is_sub, m_s, m));
   tt_val ex = uc_sel(b, is_sub, ex_s, ex_n);
-  tt_val special = tt_b_binary(b, "or", uc_cmp(b, "EQ", e, IK(emask)),
-                               tt_b_binary(b, "and", is_sub, uc_cmp(b, "EQ", m, IK(0))));
+  tt_val special = tt_b_bin(b, TT_OP_OR, uc_cmp(b, "EQ", e, IK(emask)),
+                               tt_b_bin(b, TT_OP_AND, is_sub, uc_cmp(b, "EQ", m, IK(0))));
 #undef IK
   tt_lc_output(c, uc_sel(b, special, x, tt_b_bitcast(b, mant_bits, tt_b_shape(b, x))));
   tt_lc_output(c, tt_b_convert(b, uc_sel(b, special, tt_b_full(b, is, 0), ex), TT_I32));
@@ -259,22 +259,22 @@ static tt_error *lower_frexp(tt_lower_ctx *c) {
 /* trigamma as PyTorch's calc_trigamma: reflection below 0.5, six shifted
  * terms, then the asymptotic series. */
 static tt_val f_trigamma(tt_builder *b, tt_val x0) {
-  tt_val one = uc_K(b, x0, 1);
-  tt_val refl = uc_cmp(b, "LT", x0, uc_K(b, x0, 0.5));
-  tt_val sp = uc_un(b, "sine", uc_mul(b, uc_K(b, x0, M_PI), x0));
-  tt_val result = uc_sel(b, refl, uc_un(b, "negate", uc_dvd(b, uc_K(b, x0, M_PI * M_PI), uc_mul(b, sp, sp))),
-                      uc_K(b, x0, 0));
-  tt_val x = uc_sel(b, refl, uc_sub(b, one, x0), x0);
+  tt_val one = tt_full_like(b, x0, 1);
+  tt_val refl = uc_cmp(b, "LT", x0, tt_full_like(b, x0, 0.5));
+  tt_val sp = uc_un(b, TT_OP_SINE, tt_mul(b, tt_full_like(b, x0, M_PI), x0));
+  tt_val result = uc_sel(b, refl, uc_un(b, TT_OP_NEGATE, tt_div(b, tt_full_like(b, x0, M_PI * M_PI), tt_mul(b, sp, sp))),
+                      tt_full_like(b, x0, 0));
+  tt_val x = uc_sel(b, refl, tt_sub(b, one, x0), x0);
   for (int i = 0; i < 6; i++) {
-    result = uc_add(b, result, uc_dvd(b, one, uc_mul(b, x, x)));
-    x = uc_add(b, x, one);
+    result = tt_add(b, result, tt_div(b, one, tt_mul(b, x, x)));
+    x = tt_add(b, x, one);
   }
-  tt_val ixx = uc_dvd(b, one, uc_mul(b, x, x));
-  tt_val poly = uc_mul(b, ixx, uc_sub(b, uc_K(b, x, 1.0 / 6), uc_mul(b, ixx, uc_sub(b, uc_K(b, x, 1.0 / 30),
-                                                                   uc_mul(b, ixx, uc_K(b, x, 1.0 / 42))))));
-  tt_val series = uc_dvd(b, uc_add(b, uc_add(b, one, uc_dvd(b, one, uc_mul(b, uc_K(b, x, 2), x))), poly), x);
-  result = uc_add(b, result, series);
-  return uc_sel(b, refl, uc_un(b, "negate", result), result);
+  tt_val ixx = tt_div(b, one, tt_mul(b, x, x));
+  tt_val poly = tt_mul(b, ixx, tt_sub(b, tt_full_like(b, x, 1.0 / 6), tt_mul(b, ixx, tt_sub(b, tt_full_like(b, x, 1.0 / 30),
+                                                                   tt_mul(b, ixx, tt_full_like(b, x, 1.0 / 42))))));
+  tt_val series = tt_div(b, tt_add(b, tt_add(b, one, tt_div(b, one, tt_mul(b, tt_full_like(b, x, 2), x))), poly), x);
+  result = tt_add(b, result, series);
+  return uc_sel(b, refl, uc_un(b, TT_OP_NEGATE, result), result);
 }
 
 /* ndtri (inverse of the standard normal CDF): the Cephes rational
@@ -308,35 +308,35 @@ static const double NDTRI_Q2[] = {1.0, 6.02427039364742014255E0, 3.6798356385616
 
 /* Horner: coef[0] x^n + ... + coef[n] */
 static tt_val horner(tt_builder *b, tt_val x, const double *coef, int n) {
-  tt_val r = uc_K(b, x, coef[0]);
-  for (int i = 1; i <= n; i++) r = uc_add(b, uc_mul(b, r, x), uc_K(b, x, coef[i]));
+  tt_val r = tt_full_like(b, x, coef[0]);
+  for (int i = 1; i <= n; i++) r = tt_add(b, tt_mul(b, r, x), tt_full_like(b, x, coef[i]));
   return r;
 }
 
 static tt_val f_special_ndtri(tt_builder *b, tt_val y0) {
   const double e2 = 0.13533528323661269189; /* exp(-2) */
-  tt_val one = uc_K(b, y0, 1), zero = uc_K(b, y0, 0);
-  tt_val flip = uc_cmp(b, "GT", y0, uc_K(b, y0, 1 - e2));
-  tt_val y = uc_sel(b, flip, uc_sub(b, one, y0), y0);
+  tt_val one = tt_full_like(b, y0, 1), zero = tt_full_like(b, y0, 0);
+  tt_val flip = uc_cmp(b, "GT", y0, tt_full_like(b, y0, 1 - e2));
+  tt_val y = uc_sel(b, flip, tt_sub(b, one, y0), y0);
   /* central: |y - 0.5| <= 3/8 */
-  tt_val yc = uc_sub(b, y0, uc_K(b, y0, 0.5));
-  tt_val y2 = uc_mul(b, yc, yc);
-  tt_val xc = uc_add(b, yc, uc_mul(b, yc, uc_dvd(b, uc_mul(b, y2, horner(b, y2, NDTRI_P0, 4)),
+  tt_val yc = tt_sub(b, y0, tt_full_like(b, y0, 0.5));
+  tt_val y2 = tt_mul(b, yc, yc);
+  tt_val xc = tt_add(b, yc, tt_mul(b, yc, tt_div(b, tt_mul(b, y2, horner(b, y2, NDTRI_P0, 4)),
                                         horner(b, y2, NDTRI_Q0, 8))));
-  xc = uc_mul(b, xc, uc_K(b, y0, 2.50662827463100050242E0));
+  xc = tt_mul(b, xc, tt_full_like(b, y0, 2.50662827463100050242E0));
   /* tails */
-  tt_val x = uc_un(b, "sqrt", uc_mul(b, uc_K(b, y, -2), uc_un(b, "log", y)));
-  tt_val x0 = uc_sub(b, x, uc_dvd(b, uc_un(b, "log", x), x));
-  tt_val z = uc_dvd(b, one, x);
-  tt_val r1 = uc_dvd(b, horner(b, z, NDTRI_P1, 8), horner(b, z, NDTRI_Q1, 8));
-  tt_val r2 = uc_dvd(b, horner(b, z, NDTRI_P2, 8), horner(b, z, NDTRI_Q2, 8));
-  tt_val x1 = uc_mul(b, z, uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 8)), r1, r2));
-  tt_val xt = uc_sub(b, x0, x1);
-  xt = uc_sel(b, flip, xt, uc_un(b, "negate", xt));
-  tt_val r = uc_sel(b, uc_cmp(b, "GT", y, uc_K(b, y, e2)), xc, xt);
-  r = uc_sel(b, tt_b_binary(b, "or", uc_cmp(b, "LT", y0, zero), uc_cmp(b, "GT", y0, one)), uc_K(b, y0, NAN), r);
-  r = uc_sel(b, uc_cmp(b, "EQ", y0, one), uc_K(b, y0, INFINITY), r);
-  return uc_sel(b, uc_cmp(b, "EQ", y0, zero), uc_K(b, y0, -INFINITY), r);
+  tt_val x = uc_un(b, TT_OP_SQRT, tt_mul(b, tt_full_like(b, y, -2), uc_un(b, TT_OP_LOG, y)));
+  tt_val x0 = tt_sub(b, x, tt_div(b, uc_un(b, TT_OP_LOG, x), x));
+  tt_val z = tt_div(b, one, x);
+  tt_val r1 = tt_div(b, horner(b, z, NDTRI_P1, 8), horner(b, z, NDTRI_Q1, 8));
+  tt_val r2 = tt_div(b, horner(b, z, NDTRI_P2, 8), horner(b, z, NDTRI_Q2, 8));
+  tt_val x1 = tt_mul(b, z, uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 8)), r1, r2));
+  tt_val xt = tt_sub(b, x0, x1);
+  xt = uc_sel(b, flip, xt, uc_un(b, TT_OP_NEGATE, xt));
+  tt_val r = uc_sel(b, uc_cmp(b, "GT", y, tt_full_like(b, y, e2)), xc, xt);
+  r = uc_sel(b, tt_b_bin(b, TT_OP_OR, uc_cmp(b, "LT", y0, zero), uc_cmp(b, "GT", y0, one)), tt_full_like(b, y0, NAN), r);
+  r = uc_sel(b, uc_cmp(b, "EQ", y0, one), tt_full_like(b, y0, INFINITY), r);
+  return uc_sel(b, uc_cmp(b, "EQ", y0, zero), tt_full_like(b, y0, -INFINITY), r);
 }
 FLOAT_UNARY(special_ndtri)
 
@@ -349,33 +349,33 @@ FLOAT_UNARY(special_ndtri)
  * (float32: a relative error of x^2 eps, 5e-6 at x = -9.4, past the float32
  * tolerance): x^2 is rounded to dt the same way. */
 static tt_val erfcx64(tt_builder *b, tt_val x, tt_dtype dt) {
-  tt_val ax = uc_un(b, "abs", x), one = uc_K(b, x, 1);
-  tt_val small = uc_mul(b, uc_un(b, "exponential", uc_mul(b, ax, ax)), uc_chlo(b, "chlo.erfc", ax));
-  tt_val big = uc_sel(b, uc_cmp(b, "GT", ax, uc_K(b, x, 10)), ax, uc_K(b, x, 10)); /* keeps the unused lane finite */
-  tt_val inv2x2 = uc_dvd(b, one, uc_mul(b, uc_K(b, x, 2), uc_mul(b, big, big)));
+  tt_val ax = uc_un(b, TT_OP_ABS, x), one = tt_full_like(b, x, 1);
+  tt_val small = tt_mul(b, uc_un(b, TT_OP_EXPONENTIAL, tt_mul(b, ax, ax)), uc_chlo(b, TT_OP_CHLO_ERFC, ax));
+  tt_val big = uc_sel(b, uc_cmp(b, "GT", ax, tt_full_like(b, x, 10)), ax, tt_full_like(b, x, 10)); /* keeps the unused lane finite */
+  tt_val inv2x2 = tt_div(b, one, tt_mul(b, tt_full_like(b, x, 2), tt_mul(b, big, big)));
   tt_val sum = one, term = one;
   for (int k = 1; k <= 8; k++) {
-    term = uc_mul(b, term, uc_mul(b, uc_K(b, x, -(2.0 * k - 1)), inv2x2));
-    sum = uc_add(b, sum, term);
+    term = tt_mul(b, term, tt_mul(b, tt_full_like(b, x, -(2.0 * k - 1)), inv2x2));
+    sum = tt_add(b, sum, term);
   }
-  tt_val asym = uc_dvd(b, sum, uc_mul(b, big, uc_K(b, x, sqrt(M_PI))));
-  tt_val pos = uc_sel(b, uc_cmp(b, "GT", ax, uc_K(b, x, 10)), asym, small);
-  tt_val x2 = tt_b_convert(b, tt_b_convert(b, uc_mul(b, x, x), dt), TT_F64);
-  tt_val neg = uc_sub(b, uc_mul(b, uc_K(b, x, 2), uc_un(b, "exponential", x2)), pos);
-  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), neg, pos);
-  r = uc_sel(b, uc_cmp(b, "EQ", ax, uc_K(b, x, INFINITY)), uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)),
-                                                                   uc_K(b, x, INFINITY), uc_K(b, x, 0)), r);
+  tt_val asym = tt_div(b, sum, tt_mul(b, big, tt_full_like(b, x, sqrt(M_PI))));
+  tt_val pos = uc_sel(b, uc_cmp(b, "GT", ax, tt_full_like(b, x, 10)), asym, small);
+  tt_val x2 = tt_b_convert(b, tt_b_convert(b, tt_mul(b, x, x), dt), TT_F64);
+  tt_val neg = tt_sub(b, tt_mul(b, tt_full_like(b, x, 2), uc_un(b, TT_OP_EXPONENTIAL, x2)), pos);
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), neg, pos);
+  r = uc_sel(b, uc_cmp(b, "EQ", ax, tt_full_like(b, x, INFINITY)), uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)),
+                                                                   tt_full_like(b, x, INFINITY), tt_full_like(b, x, 0)), r);
   return r;
 }
 /* log_ndtr(x) = log(Phi(x)): log1p(-erfc(x/sqrt2)/2) from x = -1 up, and
  * log(erfcx(-x/sqrt2)/2) - x^2/2 below (no underflow), in float64. */
 static tt_val log_ndtr64(tt_builder *b, tt_val x) { /* x float64 */
-  tt_val t = uc_mul(b, x, uc_K(b, x, M_SQRT1_2));
-  tt_val hi = uc_un(b, "log_plus_one", uc_mul(b, uc_K(b, x, -0.5), uc_chlo(b, "chlo.erfc", t)));
-  tt_val lo = uc_sub(b, uc_un(b, "log", uc_mul(b, uc_K(b, x, 0.5), erfcx64(b, uc_un(b, "negate", t), TT_F64))),
-                     uc_mul(b, t, t));
-  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, -1)), lo, hi);
-  return uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, -INFINITY)), uc_K(b, x, -INFINITY), r);
+  tt_val t = tt_mul(b, x, tt_full_like(b, x, M_SQRT1_2));
+  tt_val hi = uc_un(b, TT_OP_LOG1P, tt_mul(b, tt_full_like(b, x, -0.5), uc_chlo(b, TT_OP_CHLO_ERFC, t)));
+  tt_val lo = tt_sub(b, uc_un(b, TT_OP_LOG, tt_mul(b, tt_full_like(b, x, 0.5), erfcx64(b, uc_un(b, TT_OP_NEGATE, t), TT_F64))),
+                     tt_mul(b, t, t));
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, -1)), lo, hi);
+  return uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, -INFINITY)), tt_full_like(b, x, -INFINITY), r);
 }
 static tt_val f_special_erfcx(tt_builder *b, tt_val x) {
   return tt_b_convert(b, erfcx64(b, tt_b_convert(b, x, TT_F64), tt_b_dtype(b, x)), tt_b_dtype(b, x));
@@ -386,7 +386,7 @@ static tt_val f_special_log_ndtr(tt_builder *b, tt_val x) {
 /* CPU has no float16/bfloat16 kernels: those go to CPU (and its error) */
 static tt_error *no_half(tt_lower_ctx *c, unary_fn f) {
   tt_dtype dt = uc_arg_dtype(c, 0);
-  if (dt == TT_F16 || dt == TT_BF16) return tt_lc_decline(c, "%s has no %s kernel", tt_lc_op_name(c), tt_dtype_name(dt));
+  if (tt_dtype_is_half(dt)) return tt_lc_decline(c, "%s has no %s kernel", tt_lc_op_name(c), tt_dtype_name(dt));
   return uc_float_unary(c, f);
 }
 static tt_error *lower_special_erfcx(tt_lower_ctx *c) { return no_half(c, f_special_erfcx); }
@@ -401,7 +401,7 @@ static tt_error *lower_polygamma(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "polygamma(n, x) does not support negative n.");
   tt_builder *b = tt_lc_builder(c);
   tt_dtype out = uc_float_result(uc_arg_dtype(c, xi));
-  tt_val x = uc_read_as(c, xi, uc_opmath(out)), r;
+  tt_val x = uc_read_as(c, xi, tt_opmath(out)), r;
   if (n == 0) r = f_digamma(b, x);
   else if (n == 1) r = f_trigamma(b, x);
   else { /* (-1)^(n+1) n! zeta(n + 1, x): the zeta in float64, rounded to the
@@ -409,9 +409,9 @@ static tt_error *lower_polygamma(tt_lower_ctx *c) {
     double fact = 1;
     for (int64_t i = 2; i <= n; i++) fact *= (double)i;
     tt_val x64 = tt_b_convert(b, x, TT_F64);
-    tt_val z = tt_b_convert(b, tt_b_convert(b, tt_hurwitz_zeta(b, uc_K(b, x64, (double)(n + 1)), x64), out),
-                            uc_opmath(out));
-    r = uc_mul(b, uc_K(b, z, (n % 2 ? 1.0 : -1.0) * fact), z);
+    tt_val z = tt_b_convert(b, tt_b_convert(b, tt_hurwitz_zeta(b, tt_full_like(b, x64, (double)(n + 1)), x64), out),
+                            tt_opmath(out));
+    r = tt_mul(b, tt_full_like(b, z, (n % 2 ? 1.0 : -1.0) * fact), z);
   }
   tt_lc_output(c, tt_b_convert(b, r, out));
   return NULL;
@@ -425,20 +425,20 @@ static double logit_eps(tt_lower_ctx *c, int i) {
 static tt_error *lower_logit(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype out = uc_float_result(uc_arg_dtype(c, 0));
-  tt_dtype cm = uc_opmath(out);
+  tt_dtype cm = tt_opmath(out);
   tt_val x = uc_read_as(c, 0, cm);
   double eps = logit_eps(c, 1);
   if (eps >= 0) {
     /* lo = eps, hi = 1 - eps, both rounded to the tensor dtype */
-    tt_val lo = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, eps), out), cm);
-    tt_val hi = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, 1 - eps), out), cm);
+    tt_val lo = tt_b_convert(b, tt_b_convert(b, tt_full_like(b, x, eps), out), cm);
+    tt_val hi = tt_b_convert(b, tt_b_convert(b, tt_full_like(b, x, 1 - eps), out), cm);
     x = uc_sel(b, uc_cmp(b, "LT", x, lo), lo, uc_sel(b, uc_cmp(b, "GT", x, hi), hi, x));
   }
   /* PyTorch's CPU kernel computes 1 - x and the quotient in the tensor's
    * dtype: for float16/bfloat16 each step rounds (only log runs in float). */
-  tt_val one_minus = tt_b_convert(b, tt_b_convert(b, uc_sub(b, uc_K(b, x, 1), x), out), cm);
-  tt_val q = tt_b_convert(b, tt_b_convert(b, uc_dvd(b, x, one_minus), out), cm);
-  tt_val r = uc_un(b, "log", q);
+  tt_val one_minus = tt_b_convert(b, tt_b_convert(b, tt_sub(b, tt_full_like(b, x, 1), x), out), cm);
+  tt_val q = tt_b_convert(b, tt_b_convert(b, tt_div(b, x, one_minus), out), cm);
+  tt_val r = uc_un(b, TT_OP_LOG, q);
   tt_lc_output(c, tt_b_convert(b, r, out));
   return NULL;
 }
@@ -448,19 +448,19 @@ static tt_error *lower_logit(tt_lower_ctx *c) {
 static tt_error *lower_logit_backward(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
-  tt_val g = uc_read_as(c, 0, uc_opmath(dt));
+  tt_val g = uc_read_as(c, 0, tt_opmath(dt));
   double eps = logit_eps(c, 2);
-  tt_val r = uc_dvd(b, g, uc_mul(b, x, uc_sub(b, uc_K(b, x, 1), x)));
+  tt_val r = tt_div(b, g, tt_mul(b, x, tt_sub(b, tt_full_like(b, x, 1), x)));
   tt_val lo, hi;
   if (eps >= 0) {
-    lo = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, eps), dt), uc_opmath(dt));
-    hi = tt_b_convert(b, tt_b_convert(b, uc_K(b, x, 1 - eps), dt), uc_opmath(dt));
+    lo = tt_b_convert(b, tt_b_convert(b, tt_full_like(b, x, eps), dt), tt_opmath(dt));
+    hi = tt_b_convert(b, tt_b_convert(b, tt_full_like(b, x, 1 - eps), dt), tt_opmath(dt));
   } else {
-    lo = uc_K(b, x, 0);
-    hi = uc_K(b, x, 1);
+    lo = tt_full_like(b, x, 0);
+    hi = tt_full_like(b, x, 1);
   }
-  tt_val outside = tt_b_binary(b, "or", uc_cmp(b, "LT", x, lo), uc_cmp(b, "GT", x, hi));
-  return OUT(uc_sel(b, outside, uc_K(b, x, eps >= 0 ? 0.0 : NAN), r));
+  tt_val outside = tt_b_bin(b, TT_OP_OR, uc_cmp(b, "LT", x, lo), uc_cmp(b, "GT", x, hi));
+  return OUT(uc_sel(b, outside, tt_full_like(b, x, eps >= 0 ? 0.0 : NAN), r));
 }
 
 /* ------------------------------------------------------------ table */

@@ -59,8 +59,8 @@ static const double Y1_YQ[] = {5.94301592346128195359e+02, 2.3556409294306857794
 
 /* Horner from the first coefficient: r = r * z + k[i], r starting at 0. */
 static tt_val polevl(tt_builder *b, tt_val z, const double *k, int n) {
-  tt_val r = uc_K(b, z, 0);
-  for (int i = 0; i < n; i++) r = uc_add(b, uc_mul(b, r, z), uc_K(b, z, k[i]));
+  tt_val r = tt_full_like(b, z, 0);
+  for (int i = 0; i < n; i++) r = tt_add(b, tt_mul(b, r, z), tt_full_like(b, z, k[i]));
   return r;
 }
 
@@ -70,77 +70,77 @@ static tt_val polevl(tt_builder *b, tt_val z, const double *k, int n) {
 static tt_val bessel_far(tt_builder *b, tt_val x, int order, bool second_kind) {
   tt_val w;
   if (order == 0) {
-    w = uc_dvd(b, uc_K(b, x, 25), uc_mul(b, x, x));
+    w = tt_div(b, tt_full_like(b, x, 25), tt_mul(b, x, x));
   } else {
-    tt_val f = uc_dvd(b, uc_K(b, x, 5), x);
-    w = uc_mul(b, f, f);
+    tt_val f = tt_div(b, tt_full_like(b, x, 5), x);
+    w = tt_mul(b, f, f);
   }
-  tt_val p = uc_dvd(b, polevl(b, w, order ? J1_PP : J0_PP, 7), polevl(b, w, order ? J1_PQ : J0_PQ, 7));
-  tt_val q = uc_dvd(b, polevl(b, w, order ? J1_QP : J0_QP, 8), polevl(b, w, order ? J1_QQ : J0_QQ, 7));
-  tt_val xn = uc_sub(b, x, uc_K(b, x, order ? 2.356194490192344928846982537459627163
+  tt_val p = tt_div(b, polevl(b, w, order ? J1_PP : J0_PP, 7), polevl(b, w, order ? J1_PQ : J0_PQ, 7));
+  tt_val q = tt_div(b, polevl(b, w, order ? J1_QP : J0_QP, 8), polevl(b, w, order ? J1_QQ : J0_QQ, 7));
+  tt_val xn = tt_sub(b, x, tt_full_like(b, x, order ? 2.356194490192344928846982537459627163
                                             : 0.785398163397448309615660845819875721));
-  tt_val s = uc_un(b, "sine", xn), co = uc_un(b, "cosine", xn);
-  tt_val fq = uc_mul(b, uc_dvd(b, uc_K(b, x, 5), x), q);
-  tt_val v = second_kind ? uc_add(b, uc_mul(b, p, s), uc_mul(b, fq, co))
-                         : uc_sub(b, uc_mul(b, p, co), uc_mul(b, fq, s));
-  return uc_dvd(b, uc_mul(b, v, uc_K(b, x, SQ2OPI)), uc_un(b, "sqrt", x));
+  tt_val s = uc_un(b, TT_OP_SINE, xn), co = uc_un(b, TT_OP_COSINE, xn);
+  tt_val fq = tt_mul(b, tt_div(b, tt_full_like(b, x, 5), x), q);
+  tt_val v = second_kind ? tt_add(b, tt_mul(b, p, s), tt_mul(b, fq, co))
+                         : tt_sub(b, tt_mul(b, p, co), tt_mul(b, fq, s));
+  return tt_div(b, tt_mul(b, v, tt_full_like(b, x, SQ2OPI)), uc_un(b, TT_OP_SQRT, x));
 }
 
 static tt_val j0_of_abs(tt_builder *b, tt_val x) {
-  tt_val z = uc_mul(b, x, x);
-  tt_val near = uc_dvd(b, uc_mul(b, uc_mul(b, uc_sub(b, z, uc_K(b, x, 5.78318596294678452118e+00)),
-                                           uc_sub(b, z, uc_K(b, x, 3.04712623436620863991e+01))),
+  tt_val z = tt_mul(b, x, x);
+  tt_val near = tt_div(b, tt_mul(b, tt_mul(b, tt_sub(b, z, tt_full_like(b, x, 5.78318596294678452118e+00)),
+                                           tt_sub(b, z, tt_full_like(b, x, 3.04712623436620863991e+01))),
                                  polevl(b, z, J0_RP, 4)),
                        polevl(b, z, J0_RQ, 8));
-  tt_val tiny = uc_sub(b, uc_K(b, x, 1), uc_dvd(b, z, uc_K(b, x, 4)));
-  near = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 1e-5)), tiny, near);
-  return uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 5)), near, bessel_far(b, x, 0, false));
+  tt_val tiny = tt_sub(b, tt_full_like(b, x, 1), tt_div(b, z, tt_full_like(b, x, 4)));
+  near = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 1e-5)), tiny, near);
+  return uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 5)), near, bessel_far(b, x, 0, false));
 }
-static tt_val f_special_bessel_j0(tt_builder *b, tt_val x) { return j0_of_abs(b, uc_un(b, "abs", x)); }
+static tt_val f_special_bessel_j0(tt_builder *b, tt_val x) { return j0_of_abs(b, uc_un(b, TT_OP_ABS, x)); }
 
 static tt_val j1_of_abs(tt_builder *b, tt_val x) {
-  tt_val z = uc_mul(b, x, x);
-  tt_val near = uc_mul(b, uc_mul(b, uc_mul(b, uc_dvd(b, polevl(b, z, J1_RP, 4), polevl(b, z, J1_RQ, 8)), x),
-                                 uc_sub(b, z, uc_K(b, x, 1.46819706421238932572e+01))),
-                       uc_sub(b, z, uc_K(b, x, 4.92184563216946036703e+01)));
-  return uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 5)), near, bessel_far(b, x, 1, false));
+  tt_val z = tt_mul(b, x, x);
+  tt_val near = tt_mul(b, tt_mul(b, tt_mul(b, tt_div(b, polevl(b, z, J1_RP, 4), polevl(b, z, J1_RQ, 8)), x),
+                                 tt_sub(b, z, tt_full_like(b, x, 1.46819706421238932572e+01))),
+                       tt_sub(b, z, tt_full_like(b, x, 4.92184563216946036703e+01)));
+  return uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 5)), near, bessel_far(b, x, 1, false));
 }
 /* j1 is odd: j1(x) = -j1(-x) */
 static tt_val f_special_bessel_j1(tt_builder *b, tt_val x) {
-  tt_val r = j1_of_abs(b, uc_un(b, "abs", x));
-  return uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_un(b, "negate", r), r);
+  tt_val r = j1_of_abs(b, uc_un(b, TT_OP_ABS, x));
+  return uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_NEGATE, r), r);
 }
 
 /* y0, y1: -inf at 0, NaN below */
 static tt_val y_edges(tt_builder *b, tt_val x, tt_val r) {
-  r = uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, 0)), uc_K(b, x, -INFINITY), r);
-  return uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_K(b, x, NAN), r);
+  r = uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, 0)), tt_full_like(b, x, -INFINITY), r);
+  return uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), tt_full_like(b, x, NAN), r);
 }
 static tt_val f_special_bessel_y0(tt_builder *b, tt_val x) {
-  tt_val z = uc_mul(b, x, x);
-  tt_val near = uc_add(b, uc_dvd(b, polevl(b, z, Y0_YP, 8), polevl(b, z, Y0_YQ, 7)),
-                       uc_mul(b, uc_mul(b, uc_K(b, x, TWOOPI), uc_un(b, "log", x)), j0_of_abs(b, x)));
-  return y_edges(b, x, uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 5)), near, bessel_far(b, x, 0, true)));
+  tt_val z = tt_mul(b, x, x);
+  tt_val near = tt_add(b, tt_div(b, polevl(b, z, Y0_YP, 8), polevl(b, z, Y0_YQ, 7)),
+                       tt_mul(b, tt_mul(b, tt_full_like(b, x, TWOOPI), uc_un(b, TT_OP_LOG, x)), j0_of_abs(b, x)));
+  return y_edges(b, x, uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 5)), near, bessel_far(b, x, 0, true)));
 }
 static tt_val f_special_bessel_y1(tt_builder *b, tt_val x) {
-  tt_val z = uc_mul(b, x, x);
-  tt_val jl = uc_sub(b, uc_mul(b, j1_of_abs(b, x), uc_un(b, "log", x)), uc_dvd(b, uc_K(b, x, 1), x));
-  tt_val near = uc_add(b, uc_mul(b, x, uc_dvd(b, polevl(b, z, Y1_YP, 6), polevl(b, z, Y1_YQ, 8))),
-                       uc_mul(b, uc_K(b, x, TWOOPI), jl));
-  return y_edges(b, x, uc_sel(b, uc_cmp(b, "LE", x, uc_K(b, x, 5)), near, bessel_far(b, x, 1, true)));
+  tt_val z = tt_mul(b, x, x);
+  tt_val jl = tt_sub(b, tt_mul(b, j1_of_abs(b, x), uc_un(b, TT_OP_LOG, x)), tt_div(b, tt_full_like(b, x, 1), x));
+  tt_val near = tt_add(b, tt_mul(b, x, tt_div(b, polevl(b, z, Y1_YP, 6), polevl(b, z, Y1_YQ, 8))),
+                       tt_mul(b, tt_full_like(b, x, TWOOPI), jl));
+  return y_edges(b, x, uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 5)), near, bessel_far(b, x, 1, true)));
 }
 
 /* spherical j0 = sin(x) / x; a Taylor polynomial below |x| = 0.5; 0 at +-inf */
 static tt_val f_special_spherical_bessel_j0(tt_builder *b, tt_val x) {
   static const double T[] = {-1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362880.0, -1.0 / 39916800.0,
                              1.0 / 6227020800.0};
-  tt_val z = uc_mul(b, x, x);
-  tt_val t = uc_K(b, x, T[5]);
-  for (int i = 4; i >= 0; i--) t = uc_add(b, uc_K(b, x, T[i]), uc_mul(b, z, t));
-  tt_val small = uc_add(b, uc_K(b, x, 1), uc_mul(b, z, t));
-  tt_val r = uc_sel(b, uc_cmp(b, "LT", uc_un(b, "abs", x), uc_K(b, x, 0.5)), small,
-                    uc_dvd(b, uc_un(b, "sine", x), x));
-  return uc_sel(b, uc_cmp(b, "EQ", uc_un(b, "abs", x), uc_K(b, x, INFINITY)), uc_K(b, x, 0), r);
+  tt_val z = tt_mul(b, x, x);
+  tt_val t = tt_full_like(b, x, T[5]);
+  for (int i = 4; i >= 0; i--) t = tt_add(b, tt_full_like(b, x, T[i]), tt_mul(b, z, t));
+  tt_val small = tt_add(b, tt_full_like(b, x, 1), tt_mul(b, z, t));
+  tt_val r = uc_sel(b, uc_cmp(b, "LT", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, 0.5)), small,
+                    tt_div(b, uc_un(b, TT_OP_SINE, x), x));
+  return uc_sel(b, uc_cmp(b, "EQ", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, INFINITY)), tt_full_like(b, x, 0), r);
 }
 
 FLOAT_UNARY(special_bessel_j0)

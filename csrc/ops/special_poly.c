@@ -8,10 +8,6 @@
  * while k < n. Float32/float64 results; CPU computes these in the result
  * dtype (float16/bfloat16 go to CPU). */
 #include <math.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "ops/common.h"
 #include "ops/unary_common.h"
@@ -21,135 +17,70 @@ typedef enum {
   LEGENDRE
 } poly_kind;
 
-static atomic_int poly_serial; /* unique SSA names inside the loop regions */
-
-/* Loop-region text with the names shared by its pieces. */
-typedef struct {
-  tt_region_text text;
-  char pre[24];
-  char T[96], I[96], B[96];
-} rtext;
-
-/* %<pre><dst> = "stablehlo.<op>"(%<pre><a>, %<pre><b>) : (T, T) -> T */
-static void bin(rtext *t, const char *dst, const char *op, const char *a, const char *b) {
-  tt_region_text_add(&t->text, "      %%%s%s = \"stablehlo.%s\"(%%%s%s, %%%s%s) : (%s, %s) -> %s\n", t->pre, dst, op, t->pre, a,
-       t->pre, b, t->T, t->T, t->T);
-}
-
-static void block_args(rtext *t) {
-  tt_region_text_add(&t->text, "    ^bb0(%%%sj: tensor<i64>, %%%sp: %s, %%%sq: %s, %%%sx: %s, %%%sn: %s, %%%sm: tensor<i64>):\n",
-       t->pre, t->pre, t->T, t->pre, t->T, t->pre, t->T, t->pre, t->I, t->pre);
-}
-
-/* One recurrence step r(x, p, q, k = j) of the family, into %<pre>r. */
-static void step(rtext *t, poly_kind kind) {
-  bin(t, "xx", "add", "x", "x");
+/* One recurrence step r(x, p, q, k) of the family (k the step number as a
+ * tensor like x). */
+static tt_val step(tt_builder *b, poly_kind kind, tt_val x, tt_val p, tt_val q, tt_val k, tt_val one) {
+  tt_val xx = tt_add(b, x, x);
   switch (kind) {
     case CHEB_T: case CHEB_U: case CHEB_V: case CHEB_W: /* (x + x) q - p */
-      bin(t, "u", "multiply", "xx", "q");
-      bin(t, "r", "subtract", "u", "p");
-      break;
-    case SCHEB_T: case SCHEB_U: case SCHEB_V: case SCHEB_W: /* y = x + x - 1: (y + y) q - p */
-      bin(t, "y", "subtract", "xx", "one");
-      bin(t, "yy", "add", "y", "y");
-      bin(t, "u", "multiply", "yy", "q");
-      bin(t, "r", "subtract", "u", "p");
-      break;
-    case HERM_H: /* k = 2j: (x + x) q - k p */
-      bin(t, "k2", "add", "k", "k");
-      bin(t, "u", "multiply", "xx", "q");
-      bin(t, "v", "multiply", "k2", "p");
-      bin(t, "r", "subtract", "u", "v");
-      break;
-    case HERM_HE: /* x q - k p */
-      bin(t, "u", "multiply", "x", "q");
-      bin(t, "v", "multiply", "k", "p");
-      bin(t, "r", "subtract", "u", "v");
-      break;
-    case LAGUERRE: /* ((k + k) + (1 - x)) q - k p) / (k + 1) */
-      bin(t, "k2", "add", "k", "k");
-      bin(t, "om", "subtract", "one", "x");
-      bin(t, "a", "add", "k2", "om");
-      bin(t, "u", "multiply", "a", "q");
-      bin(t, "v", "multiply", "k", "p");
-      bin(t, "w", "subtract", "u", "v");
-      bin(t, "d", "add", "k", "one");
-      bin(t, "r", "divide", "w", "d");
-      break;
-    case LEGENDRE: /* ((k + k + 1) x q - k p) / (k + 1) */
-      bin(t, "k2", "add", "k", "k");
-      bin(t, "k21", "add", "k2", "one");
-      bin(t, "a", "multiply", "k21", "x");
-      bin(t, "u", "multiply", "a", "q");
-      bin(t, "v", "multiply", "k", "p");
-      bin(t, "w", "subtract", "u", "v");
-      bin(t, "d", "add", "k", "one");
-      bin(t, "r", "divide", "w", "d");
-      break;
+      return tt_sub(b, tt_mul(b, xx, q), p);
+    case SCHEB_T: case SCHEB_U: case SCHEB_V: case SCHEB_W: { /* y = x + x - 1: (y + y) q - p */
+      tt_val y = tt_sub(b, xx, one);
+      return tt_sub(b, tt_mul(b, tt_add(b, y, y), q), p);
+    }
+    case HERM_H: { /* (x + x) q - 2k p */
+      tt_val k2 = tt_add(b, k, k);
+      tt_val u = tt_mul(b, xx, q);
+      return tt_sub(b, u, tt_mul(b, k2, p));
+    }
+    case HERM_HE: { /* x q - k p */
+      tt_val u = tt_mul(b, x, q);
+      return tt_sub(b, u, tt_mul(b, k, p));
+    }
+    case LAGUERRE: { /* ((k + k) + (1 - x)) q - k p) / (k + 1) */
+      tt_val k2 = tt_add(b, k, k);
+      tt_val a = tt_add(b, k2, tt_sub(b, one, x));
+      tt_val u = tt_mul(b, a, q);
+      tt_val w = tt_sub(b, u, tt_mul(b, k, p));
+      return tt_div(b, w, tt_add(b, k, one));
+    }
+    case LEGENDRE: { /* ((k + k + 1) x q - k p) / (k + 1) */
+      tt_val a = tt_mul(b, tt_add(b, tt_add(b, k, k), one), x);
+      tt_val u = tt_mul(b, a, q);
+      tt_val w = tt_sub(b, u, tt_mul(b, k, p));
+      return tt_div(b, w, tt_add(b, k, one));
+    }
   }
+  return TT_INVALID;
 }
 
-/* q after the recurrence steps k = 1 .. n-1 from (p0, q0), per element. */
+/* q after the recurrence steps k = 1 .. n-1 from (p0, q0), per element. The
+ * loop carries (k, p, q, x, n, max n - 1). */
 static tt_val recurrence(tt_builder *b, poly_kind kind, tt_val x, tt_val ni, tt_val p0, tt_val q0) {
   tt_shape xs = tt_b_shape(b, x), ns = tt_b_shape(b, ni);
   int64_t all[TT_MAX_DIMS];
   for (int i = 0; i < xs.ndim; i++) all[i] = i;
-  tt_val m = tt_b_binary(b, "subtract", tt_reduce_max(b, ni, all, xs.ndim), tt_b_constant(b, TT_I64, 1));
-  tt_val j0 = tt_b_constant(b, TT_I64, 1);
-  char region[8192];
-  rtext t = {{region, sizeof region, 0}, "", "", "", ""};
-  snprintf(t.pre, sizeof t.pre, "poly%d_", atomic_fetch_add(&poly_serial, 1));
-  tt_shape_print(&xs, t.T, sizeof t.T);
-  tt_shape_print(&ns, t.I, sizeof t.I);
-  tt_shape bs = xs;
-  bs.dtype = TT_BOOL;
-  tt_shape_print(&bs, t.B, sizeof t.B);
-  tt_shape sc = tt_shape_scalar(xs.dtype);
-  char S[48];
-  tt_shape_print(&sc, S, sizeof S);
-  char bd[64] = "array<i64>";
-  block_args(&t);
-  tt_region_text_add(&t.text, "      %%%sc = \"stablehlo.compare\"(%%%sj, %%%sm) {comparison_direction = "
-           "#stablehlo<comparison_direction LE>, compare_type = #stablehlo<comparison_type SIGNED>} : "
-           "(tensor<i64>, tensor<i64>) -> tensor<i1>\n", t.pre, t.pre, t.pre);
-  tt_region_text_add(&t.text, "      \"stablehlo.return\"(%%%sc) : (tensor<i1>) -> ()\n    }, {\n", t.pre);
-  block_args(&t);
-  tt_region_text_add(&t.text, "      %%%sone0 = \"stablehlo.constant\"() {value = dense<1.0> : %s} : () -> %s\n", t.pre, S, S);
-  tt_region_text_add(&t.text, "      %%%sone = \"stablehlo.broadcast_in_dim\"(%%%sone0) {broadcast_dimensions = %s} : (%s) -> %s\n",
-       t.pre, t.pre, bd, S, t.T);
-  tt_region_text_add(&t.text, "      %%%sk0 = \"stablehlo.convert\"(%%%sj) : (tensor<i64>) -> %s\n", t.pre, t.pre, S);
-  tt_region_text_add(&t.text, "      %%%sk = \"stablehlo.broadcast_in_dim\"(%%%sk0) {broadcast_dimensions = %s} : (%s) -> %s\n",
-       t.pre, t.pre, bd, S, t.T);
-  tt_region_text_add(&t.text, "      %%%sji = \"stablehlo.broadcast_in_dim\"(%%%sj) {broadcast_dimensions = %s} : (tensor<i64>) -> %s\n",
-       t.pre, t.pre, bd, t.I);
-  tt_region_text_add(&t.text, "      %%%sact = \"stablehlo.compare\"(%%%sji, %%%sn) {comparison_direction = "
-           "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>} : "
-           "(%s, %s) -> %s\n", t.pre, t.pre, t.pre, t.I, t.I, t.B);
-  step(&t, kind);
-  tt_region_text_add(&t.text, "      %%%sp2 = \"stablehlo.select\"(%%%sact, %%%sq, %%%sp) : (%s, %s, %s) -> %s\n", t.pre, t.pre, t.pre,
-       t.pre, t.B, t.T, t.T, t.T);
-  tt_region_text_add(&t.text, "      %%%sq2 = \"stablehlo.select\"(%%%sact, %%%sr, %%%sq) : (%s, %s, %s) -> %s\n", t.pre, t.pre, t.pre,
-       t.pre, t.B, t.T, t.T, t.T);
-  tt_region_text_add(&t.text, "      %%%sone64 = \"stablehlo.constant\"() {value = dense<1> : tensor<i64>} : () -> tensor<i64>\n", t.pre);
-  tt_region_text_add(&t.text, "      %%%sj2 = \"stablehlo.add\"(%%%sj, %%%sone64) : (tensor<i64>, tensor<i64>) -> tensor<i64>\n",
-       t.pre, t.pre, t.pre);
-  tt_region_text_add(&t.text, "      \"stablehlo.return\"(%%%sj2, %%%sp2, %%%sq2, %%%sx, %%%sn, %%%sm) : (tensor<i64>, %s, %s, %s, %s, "
-           "tensor<i64>) -> ()", t.pre, t.pre, t.pre, t.pre, t.pre, t.pre, t.T, t.T, t.T, t.I);
-  if (t.text.off >= t.text.size) return tt_b_fail(b, TT_ERR_RUNTIME, "internal: polynomial loop text too long");
-  tt_val ins[6] = {j0, p0, q0, x, ni, m}, res[6];
-  tt_shape outs[6] = {tt_shape_scalar(TT_I64), xs, xs, xs, ns, tt_shape_scalar(TT_I64)};
-  if (!tt_b_op_multi(b, "stablehlo.while", ins, 6, NULL, region, outs, 6, res)) return TT_INVALID;
+  tt_val m = tt_b_bin(b, TT_OP_SUBTRACT, tt_reduce_max(b, ni, all, xs.ndim), tt_b_constant(b, TT_I64, 1));
+  tt_val init[6] = {tt_b_constant(b, TT_I64, 1), p0, q0, x, ni, m}, v[6], res[6];
+  if (!tt_b_while_begin(b, init, 6, v)) return TT_INVALID;
+  if (!tt_b_while_body(b, tt_b_compare(b, "LE", v[0], v[5]), v)) return TT_INVALID;
+  tt_val one = tt_b_full(b, xs, 1.0);
+  tt_val k = tt_b_broadcast_in_dim(b, tt_b_convert(b, v[0], xs.dtype), xs.ndim, xs.dims, NULL);
+  tt_val act = tt_b_compare(b, "LT", tt_b_broadcast_in_dim(b, v[0], ns.ndim, ns.dims, NULL), v[4]);
+  tt_val r = step(b, kind, v[3], v[1], v[2], k, one);
+  tt_val next[6] = {tt_add(b, v[0], tt_b_constant(b, TT_I64, 1)), uc_sel(b, act, v[2], v[1]),
+                    uc_sel(b, act, r, v[2]), v[3], v[4], v[5]};
+  if (!tt_b_while_end(b, next, res)) return TT_INVALID;
   return res[2];
 }
 
-static tt_val K(tt_builder *b, tt_val like, double v) { return tt_full_like(b, like, v); }
 #define SEL(p, t, f) tt_b_select(b, (p), (t), (f))
 #define CMP(d, x, y) tt_b_compare(b, d, (x), (y))
-#define ADD(x, y) tt_b_binary(b, "add", (x), (y))
-#define SUB(x, y) tt_b_binary(b, "subtract", (x), (y))
-#define MUL(x, y) tt_b_binary(b, "multiply", (x), (y))
-#define DIV(x, y) tt_b_binary(b, "divide", (x), (y))
-#define UN(op, x) tt_b_unary(b, op, (x))
+#define ADD(x, y) tt_add(b, (x), (y))
+#define SUB(x, y) tt_sub(b, (x), (y))
+#define MUL(x, y) tt_mul(b, (x), (y))
+#define DIV(x, y) tt_div(b, (x), (y))
+#define UN(op, x) tt_b_un(b, op, (x))
 
 static tt_error *lower_poly(tt_lower_ctx *c, poly_kind kind) {
   tt_builder *b = tt_lc_builder(c);
@@ -165,8 +96,8 @@ static tt_error *lower_poly(tt_lower_ctx *c, poly_kind kind) {
   tt_val nf = tt_b_convert(b, ni, dt);
   tt_shape is = tt_b_shape(b, ni);
   tt_val zero_i = tt_b_full(b, is, 0), one_i = tt_b_full(b, is, 1);
-  tt_val even = CMP("EQ", tt_b_binary(b, "remainder", ni, tt_b_full(b, is, 2)), zero_i);
-  tt_val one = K(b, x, 1);
+  tt_val even = CMP("EQ", tt_b_bin(b, TT_OP_REMAINDER, ni, tt_b_full(b, is, 2)), zero_i);
+  tt_val one = tt_full_like(b, x, 1);
   bool shifted = kind >= SCHEB_T && kind <= SCHEB_W;
   tt_val y = shifted ? SUB(ADD(x, x), one) : x; /* the Chebyshev argument */
   tt_val q0;
@@ -181,61 +112,61 @@ static tt_error *lower_poly(tt_lower_ctx *c, poly_kind kind) {
   r = SEL(CMP("EQ", ni, one_i), q0, r);
   r = SEL(CMP("EQ", ni, zero_i), one, r);
   tt_val n1 = ADD(nf, one), n21 = ADD(ADD(nf, nf), one);
-  tt_val pm1 = SEL(even, one, K(b, x, -1)), pm_n1 = SEL(even, n1, UN("negate", n1)),
-         pm_n21 = SEL(even, n21, UN("negate", n21));
-  tt_val pos = CMP("GT", x, K(b, x, 0));
+  tt_val pm1 = SEL(even, one, tt_full_like(b, x, -1)), pm_n1 = SEL(even, n1, UN(TT_OP_NEGATE, n1)),
+         pm_n21 = SEL(even, n21, UN(TT_OP_NEGATE, n21));
+  tt_val pos = CMP("GT", x, tt_full_like(b, x, 0));
   if (kind <= SCHEB_W) { /* the closed forms for large n with |y| < 1 */
     int64_t lim = kind == CHEB_T || (shifted && kind != SCHEB_W) ? 6 : kind == SCHEB_W ? 4 : 8;
-    tt_val ac = uc_chlo(b, "chlo.acos", y);
+    tt_val ac = uc_chlo(b, TT_OP_CHLO_ACOS, y);
     tt_val closed;
     switch (kind) {
-      case CHEB_T: case SCHEB_T: closed = UN("cosine", MUL(nf, ac)); break;
+      case CHEB_T: case SCHEB_T: closed = UN(TT_OP_COSINE, MUL(nf, ac)); break;
       case CHEB_U: case SCHEB_U: {
-        tt_val s = UN("sine", ac);
-        closed = SEL(CMP("NE", s, K(b, x, 0)), DIV(UN("sine", MUL(n1, ac)), s),
-                     DIV(MUL(n1, UN("cosine", MUL(n1, ac))), y));
+        tt_val s = UN(TT_OP_SINE, ac);
+        closed = SEL(CMP("NE", s, tt_full_like(b, x, 0)), DIV(UN(TT_OP_SINE, MUL(n1, ac)), s),
+                     DIV(MUL(n1, UN(TT_OP_COSINE, MUL(n1, ac))), y));
         break;
       }
       case CHEB_V: case SCHEB_V: {
-        tt_val h = DIV(ac, K(b, x, 2));
-        closed = SEL(CMP("NE", UN("sine", h), one), DIV(UN("cosine", MUL(ADD(nf, K(b, x, 0.5)), ac)), UN("cosine", h)),
+        tt_val h = DIV(ac, tt_full_like(b, x, 2));
+        closed = SEL(CMP("NE", UN(TT_OP_SINE, h), one), DIV(UN(TT_OP_COSINE, MUL(ADD(nf, tt_full_like(b, x, 0.5)), ac)), UN(TT_OP_COSINE, h)),
                      pm_n21);
         break;
       }
       default: { /* W */
-        tt_val h = DIV(ac, K(b, x, 2));
+        tt_val h = DIV(ac, tt_full_like(b, x, 2));
         tt_val edge = kind == CHEB_W ? SEL(pos, n21, pm1) : pm1;
-        closed = SEL(CMP("NE", UN("cosine", h), one), DIV(UN("sine", MUL(ADD(nf, K(b, x, 0.5)), ac)), UN("sine", h)),
+        closed = SEL(CMP("NE", UN(TT_OP_COSINE, h), one), DIV(UN(TT_OP_SINE, MUL(ADD(nf, tt_full_like(b, x, 0.5)), ac)), UN(TT_OP_SINE, h)),
                      edge);
         break;
       }
     }
-    tt_val use = tt_b_binary(b, "and", CMP("GT", ni, tt_b_full(b, is, (double)lim)),
-                             CMP("LT", UN("abs", y), one));
+    tt_val use = tt_b_bin(b, TT_OP_AND, CMP("GT", ni, tt_b_full(b, is, (double)lim)),
+                             CMP("LT", UN(TT_OP_ABS, y), one));
     r = SEL(use, closed, r);
   }
   switch (kind) { /* values at the ends of the interval */
     case CHEB_T: case LEGENDRE: {
-      tt_val v = SEL(tt_b_binary(b, "or", pos, even), one, K(b, x, -1));
-      r = SEL(CMP("EQ", UN("abs", x), one), v, r);
+      tt_val v = SEL(tt_b_bin(b, TT_OP_OR, pos, even), one, tt_full_like(b, x, -1));
+      r = SEL(CMP("EQ", UN(TT_OP_ABS, x), one), v, r);
       break;
     }
     case CHEB_U:
-      r = SEL(CMP("EQ", UN("abs", x), one), SEL(tt_b_binary(b, "or", pos, even), n1, UN("negate", n1)), r);
+      r = SEL(CMP("EQ", UN(TT_OP_ABS, x), one), SEL(tt_b_bin(b, TT_OP_OR, pos, even), n1, UN(TT_OP_NEGATE, n1)), r);
       break;
-    case CHEB_V: r = SEL(CMP("EQ", UN("abs", x), one), SEL(pos, one, pm_n21), r); break;
-    case CHEB_W: r = SEL(CMP("EQ", UN("abs", x), one), SEL(pos, n21, pm1), r); break;
+    case CHEB_V: r = SEL(CMP("EQ", UN(TT_OP_ABS, x), one), SEL(pos, one, pm_n21), r); break;
+    case CHEB_W: r = SEL(CMP("EQ", UN(TT_OP_ABS, x), one), SEL(pos, n21, pm1), r); break;
     case SCHEB_T: case SCHEB_U: case SCHEB_V: case SCHEB_W: {
       tt_val at1 = kind == SCHEB_T || kind == SCHEB_V ? one : kind == SCHEB_U ? n1 : n21;
       tt_val at0 = kind == SCHEB_T || kind == SCHEB_W ? pm1 : kind == SCHEB_U ? pm_n1 : pm_n21;
-      r = SEL(CMP("EQ", x, K(b, x, 0)), at0, r);
+      r = SEL(CMP("EQ", x, tt_full_like(b, x, 0)), at0, r);
       r = SEL(CMP("EQ", x, one), at1, r);
       break;
     }
-    case LAGUERRE: r = SEL(CMP("EQ", UN("abs", x), K(b, x, 0)), one, r); break;
+    case LAGUERRE: r = SEL(CMP("EQ", UN(TT_OP_ABS, x), tt_full_like(b, x, 0)), one, r); break;
     default: break;
   }
-  r = SEL(CMP("LT", ni, zero_i), K(b, x, 0), r);
+  r = SEL(CMP("LT", ni, zero_i), tt_full_like(b, x, 0), r);
   tt_lc_output(c, r);
   return NULL;
 }

@@ -11,59 +11,25 @@
  * N depends on q, so the direct sum is a stablehlo.while over k = 1 ..
  * max(N), each element adding its term while k <= N. */
 #include <math.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "ops/common.h"
 #include "ops/unary_common.h"
 
-static atomic_int zeta_serial; /* unique SSA names inside the loop regions */
-
-
 /* s + sum_{k=1..max(n)} [k <= n] (q + k)^-x per element (all float64 of one
- * shape; n holds whole numbers). */
+ * shape; n holds whole numbers). The loop carries (k, s, q, -x, n, max n). */
 static tt_val direct_terms(tt_builder *b, tt_val s0, tt_val q, tt_val negx, tt_val n) {
   tt_shape fs = tt_b_shape(b, q);
   int64_t all[TT_MAX_DIMS];
   for (int i = 0; i < fs.ndim; i++) all[i] = i;
   tt_val m = tt_b_convert(b, tt_reduce_max(b, n, all, fs.ndim), TT_I64);
-  char T[96], B[96], p[24];
-  tt_shape_print(&fs, T, sizeof T);
-  tt_shape bs = fs;
-  bs.dtype = TT_BOOL;
-  tt_shape_print(&bs, B, sizeof B);
-  snprintf(p, sizeof p, "zeta%d_", atomic_fetch_add(&zeta_serial, 1));
-  char region[6144];
-  tt_region_text t = {region, sizeof region, 0};
-  const char *args = "    ^bb0(%%%sj: tensor<i64>, %%%ss: %s, %%%sq: %s, %%%sx: %s, %%%sn: %s, %%%sm: tensor<i64>):\n";
-  tt_region_text_add(&t, args, p, p, T, p, T, p, T, p, T, p);
-  tt_region_text_add(&t, "      %%%sc = \"stablehlo.compare\"(%%%sj, %%%sm) {comparison_direction = "
-           "#stablehlo<comparison_direction LE>, compare_type = #stablehlo<comparison_type SIGNED>} : "
-           "(tensor<i64>, tensor<i64>) -> tensor<i1>\n", p, p, p);
-  tt_region_text_add(&t, "      \"stablehlo.return\"(%%%sc) : (tensor<i1>) -> ()\n    }, {\n", p);
-  tt_region_text_add(&t, args, p, p, T, p, T, p, T, p, T, p);
-  tt_region_text_add(&t, "      %%%sk0 = \"stablehlo.convert\"(%%%sj) : (tensor<i64>) -> tensor<f64>\n", p, p);
-  tt_region_text_add(&t, "      %%%sk = \"stablehlo.broadcast_in_dim\"(%%%sk0) {broadcast_dimensions = array<i64>} : "
-           "(tensor<f64>) -> %s\n", p, p, T);
-  tt_region_text_add(&t, "      %%%sa = \"stablehlo.add\"(%%%sq, %%%sk) : (%s, %s) -> %s\n", p, p, p, T, T, T);
-  tt_region_text_add(&t, "      %%%st = \"stablehlo.power\"(%%%sa, %%%sx) : (%s, %s) -> %s\n", p, p, p, T, T, T);
-  tt_region_text_add(&t, "      %%%ss1 = \"stablehlo.add\"(%%%ss, %%%st) : (%s, %s) -> %s\n", p, p, p, T, T, T);
-  tt_region_text_add(&t, "      %%%sact = \"stablehlo.compare\"(%%%sk, %%%sn) {comparison_direction = "
-           "#stablehlo<comparison_direction LE>, compare_type = #stablehlo<comparison_type FLOAT>} : "
-           "(%s, %s) -> %s\n", p, p, p, T, T, B);
-  tt_region_text_add(&t, "      %%%ss2 = \"stablehlo.select\"(%%%sact, %%%ss1, %%%ss) : (%s, %s, %s) -> %s\n", p, p, p, p, B, T,
-       T, T);
-  tt_region_text_add(&t, "      %%%sone = \"stablehlo.constant\"() {value = dense<1> : tensor<i64>} : () -> tensor<i64>\n", p);
-  tt_region_text_add(&t, "      %%%sj2 = \"stablehlo.add\"(%%%sj, %%%sone) : (tensor<i64>, tensor<i64>) -> tensor<i64>\n", p,
-       p, p);
-  tt_region_text_add(&t, "      \"stablehlo.return\"(%%%sj2, %%%ss2, %%%sq, %%%sx, %%%sn, %%%sm) : (tensor<i64>, %s, %s, %s, %s, "
-           "tensor<i64>) -> ()", p, p, p, p, p, p, T, T, T, T);
-  if (t.off >= t.size) return tt_b_fail(b, TT_ERR_RUNTIME, "internal: zeta loop text too long");
-  tt_val ins[6] = {tt_b_constant(b, TT_I64, 1), s0, q, negx, n, m}, res[6];
-  tt_shape outs[6] = {tt_shape_scalar(TT_I64), fs, fs, fs, fs, tt_shape_scalar(TT_I64)};
-  if (!tt_b_op_multi(b, "stablehlo.while", ins, 6, NULL, region, outs, 6, res)) return TT_INVALID;
+  tt_val init[6] = {tt_b_constant(b, TT_I64, 1), s0, q, negx, n, m}, v[6], res[6];
+  if (!tt_b_while_begin(b, init, 6, v)) return TT_INVALID;
+  if (!tt_b_while_body(b, tt_b_compare(b, "LE", v[0], v[5]), v)) return TT_INVALID;
+  tt_val k = tt_b_broadcast_in_dim(b, tt_b_convert(b, v[0], TT_F64), fs.ndim, fs.dims, NULL);
+  tt_val term = tt_b_bin(b, TT_OP_POWER, tt_add(b, v[2], k), v[3]);
+  tt_val s = uc_sel(b, uc_cmp(b, "LE", k, v[4]), tt_add(b, v[1], term), v[1]);
+  tt_val next[6] = {tt_add(b, v[0], tt_b_constant(b, TT_I64, 1)), s, v[2], v[3], v[4], v[5]};
+  if (!tt_b_while_end(b, next, res)) return TT_INVALID;
   return res[1];
 }
 
@@ -78,38 +44,38 @@ static double em_denominator(int j) {
 
 /* zeta(x, q) elementwise; x and q float64 of one shape. */
 tt_val tt_hurwitz_zeta(tt_builder *b, tt_val x, tt_val q) {
-  tt_val one = uc_K(b, x, 1), zero = uc_K(b, x, 0), nine = uc_K(b, x, 9);
-  tt_val negx = uc_un(b, "negate", x);
+  tt_val one = tt_full_like(b, x, 1), zero = tt_full_like(b, x, 0), nine = tt_full_like(b, x, 9);
+  tt_val negx = uc_un(b, TT_OP_NEGATE, x);
   /* N = max(9, floor(9 - q) + 1); 9 where q is not finite or the value is
    * a special case (no loop needed) */
-  tt_val q_int = uc_cmp(b, "EQ", uc_un(b, "floor", q), q);
-  tt_val x_int = uc_cmp(b, "EQ", uc_un(b, "floor", x), x);
+  tt_val q_int = uc_cmp(b, "EQ", uc_un(b, TT_OP_FLOOR, q), q);
+  tt_val x_int = uc_cmp(b, "EQ", uc_un(b, TT_OP_FLOOR, x), x);
   tt_val nonpos = uc_cmp(b, "LE", q, zero);
-  tt_val pole = tt_b_binary(b, "and", nonpos, q_int);
-  tt_val nan_q = tt_b_binary(b, "and", nonpos, tt_b_unary(b, "not", x_int));
-  tt_val special = tt_b_binary(b, "or", tt_b_binary(b, "or", pole, nan_q),
-                               tt_b_unary(b, "not", uc_cmp(b, "LT", uc_un(b, "abs", q), uc_K(b, q, INFINITY))));
-  tt_val n = uc_add(b, uc_un(b, "floor", uc_sub(b, nine, q)), one);
-  n = uc_sel(b, tt_b_binary(b, "or", special, uc_cmp(b, "LT", n, nine)), nine, n);
-  tt_val s = direct_terms(b, tt_b_binary(b, "power", q, negx), q, negx, n);
+  tt_val pole = tt_b_bin(b, TT_OP_AND, nonpos, q_int);
+  tt_val nan_q = tt_b_bin(b, TT_OP_AND, nonpos, tt_b_un(b, TT_OP_NOT, x_int));
+  tt_val special = tt_b_bin(b, TT_OP_OR, tt_b_bin(b, TT_OP_OR, pole, nan_q),
+                               tt_b_un(b, TT_OP_NOT, uc_cmp(b, "LT", uc_un(b, TT_OP_ABS, q), tt_full_like(b, q, INFINITY))));
+  tt_val n = tt_add(b, uc_un(b, TT_OP_FLOOR, tt_sub(b, nine, q)), one);
+  n = uc_sel(b, tt_b_bin(b, TT_OP_OR, special, uc_cmp(b, "LT", n, nine)), nine, n);
+  tt_val s = direct_terms(b, tt_b_bin(b, TT_OP_POWER, q, negx), q, negx, n);
   /* Euler-Maclaurin tail at w = q + N, bw = w^-x (the last term summed) */
-  tt_val w = uc_add(b, q, n);
-  tt_val bw = tt_b_binary(b, "power", w, negx);
-  s = uc_add(b, s, uc_dvd(b, uc_mul(b, bw, w), uc_sub(b, x, one)));
-  s = uc_sub(b, s, uc_mul(b, uc_K(b, x, 0.5), bw));
+  tt_val w = tt_add(b, q, n);
+  tt_val bw = tt_b_bin(b, TT_OP_POWER, w, negx);
+  s = tt_add(b, s, tt_div(b, tt_mul(b, bw, w), tt_sub(b, x, one)));
+  s = tt_sub(b, s, tt_mul(b, tt_full_like(b, x, 0.5), bw));
   tt_val a = one, k = zero;
   for (int j = 1; j <= 12; j++) {
-    a = uc_mul(b, a, uc_add(b, x, k));
-    bw = uc_dvd(b, bw, w);
-    s = uc_add(b, s, uc_dvd(b, uc_mul(b, a, bw), uc_K(b, x, em_denominator(j))));
-    k = uc_add(b, k, one);
-    a = uc_mul(b, a, uc_add(b, x, k));
-    bw = uc_dvd(b, bw, w);
+    a = tt_mul(b, a, tt_add(b, x, k));
+    bw = tt_div(b, bw, w);
+    s = tt_add(b, s, tt_div(b, tt_mul(b, a, bw), tt_full_like(b, x, em_denominator(j))));
+    k = tt_add(b, k, one);
+    a = tt_mul(b, a, tt_add(b, x, k));
+    bw = tt_div(b, bw, w);
   }
-  s = uc_sel(b, nan_q, uc_K(b, x, NAN), s);
-  s = uc_sel(b, pole, uc_K(b, x, INFINITY), s);
-  s = uc_sel(b, uc_cmp(b, "LT", x, one), uc_K(b, x, NAN), s);
-  return uc_sel(b, uc_cmp(b, "EQ", x, one), uc_K(b, x, INFINITY), s);
+  s = uc_sel(b, nan_q, tt_full_like(b, x, NAN), s);
+  s = uc_sel(b, pole, tt_full_like(b, x, INFINITY), s);
+  s = uc_sel(b, uc_cmp(b, "LT", x, one), tt_full_like(b, x, NAN), s);
+  return uc_sel(b, uc_cmp(b, "EQ", x, one), tt_full_like(b, x, INFINITY), s);
 }
 
 /* special_zeta(self = x, other = q), with Scalar forms of either side:

@@ -16,58 +16,58 @@
 
 /* ------------------------------------------------------------ math functions */
 
-static tt_val f_exp(tt_builder *b, tt_val x) { return uc_un(b, "exponential", x); }
-static tt_val f_exp2(tt_builder *b, tt_val x) { return tt_b_binary(b, "power", uc_K(b, x, 2), x); }
-static tt_val f_expm1(tt_builder *b, tt_val x) { return uc_un(b, "exponential_minus_one", x); }
-static tt_val f_log(tt_builder *b, tt_val x) { return uc_un(b, "log", x); }
-static tt_val f_log2(tt_builder *b, tt_val x) { return uc_mul(b, uc_un(b, "log", x), uc_K(b, x, 1 / M_LN2)); }
+static tt_val f_exp(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_EXPONENTIAL, x); }
+static tt_val f_exp2(tt_builder *b, tt_val x) { return tt_b_bin(b, TT_OP_POWER, tt_full_like(b, x, 2), x); }
+static tt_val f_expm1(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_EXPM1, x); }
+static tt_val f_log(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_LOG, x); }
+static tt_val f_log2(tt_builder *b, tt_val x) { return tt_mul(b, uc_un(b, TT_OP_LOG, x), tt_full_like(b, x, 1 / M_LN2)); }
 static tt_val f_log10(tt_builder *b, tt_val x) {
-  return uc_mul(b, uc_un(b, "log", x), uc_K(b, x, 1 / M_LN10));
+  return tt_mul(b, uc_un(b, TT_OP_LOG, x), tt_full_like(b, x, 1 / M_LN10));
 }
-static tt_val f_log1p(tt_builder *b, tt_val x) { return uc_un(b, "log_plus_one", x); }
-static tt_val f_sqrt(tt_builder *b, tt_val x) { return uc_un(b, "sqrt", x); }
-static tt_val f_rsqrt(tt_builder *b, tt_val x) { return uc_un(b, "rsqrt", x); }
-static tt_val f_sin(tt_builder *b, tt_val x) { return uc_un(b, "sine", x); }
-static tt_val f_cos(tt_builder *b, tt_val x) { return uc_un(b, "cosine", x); }
-static tt_val f_tan(tt_builder *b, tt_val x) { return uc_un(b, "tan", x); }
-static tt_val f_asin(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.asin", x); }
-static tt_val f_acos(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.acos", x); }
-static tt_val f_atan(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.atan", x); }
+static tt_val f_log1p(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_LOG1P, x); }
+static tt_val f_sqrt(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_SQRT, x); }
+static tt_val f_rsqrt(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_RSQRT, x); }
+static tt_val f_sin(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_SINE, x); }
+static tt_val f_cos(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_COSINE, x); }
+static tt_val f_tan(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_TAN, x); }
+static tt_val f_asin(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_ASIN, x); }
+static tt_val f_acos(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_ACOS, x); }
+static tt_val f_atan(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_ATAN, x); }
 /* sinh/cosh: chlo.sinh/cosh drift to ~13 ulp for |x| > 40 (measured), past
  * float32 tolerance. With t = exp(|x|/2): e^|x|/2 = (t/2)*t (no early
  * overflow) and e^-|x|/2 = (0.5/t)/t, about 3 ulp; small |x| uses expm1
  * (u + u/(u+1))/2 to avoid cancellation. */
 static tt_val half_exp_pair(tt_builder *b, tt_val ax, tt_val *neg) {
-  tt_val t = uc_un(b, "exponential", uc_mul(b, ax, uc_K(b, ax, 0.5)));
-  *neg = uc_dvd(b, uc_dvd(b, uc_K(b, ax, 0.5), t), t);
-  return uc_mul(b, uc_mul(b, uc_K(b, ax, 0.5), t), t);
+  tt_val t = uc_un(b, TT_OP_EXPONENTIAL, tt_mul(b, ax, tt_full_like(b, ax, 0.5)));
+  *neg = tt_div(b, tt_div(b, tt_full_like(b, ax, 0.5), t), t);
+  return tt_mul(b, tt_mul(b, tt_full_like(b, ax, 0.5), t), t);
 }
 static tt_val f_sinh(tt_builder *b, tt_val x) {
-  tt_val ax = uc_un(b, "abs", x), neg;
+  tt_val ax = uc_un(b, TT_OP_ABS, x), neg;
   tt_val pos = half_exp_pair(b, ax, &neg);
-  tt_val big = uc_sub(b, pos, neg);
-  big = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_un(b, "negate", big), big);
-  tt_val u = uc_un(b, "exponential_minus_one", x); /* signed: keeps -0.0 */
-  tt_val small = uc_mul(b, uc_K(b, x, 0.5), uc_add(b, u, uc_dvd(b, u, uc_add(b, u, uc_K(b, x, 1)))));
-  return uc_sel(b, uc_cmp(b, "LT", ax, uc_K(b, x, 1)), small, big);
+  tt_val big = tt_sub(b, pos, neg);
+  big = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_NEGATE, big), big);
+  tt_val u = uc_un(b, TT_OP_EXPM1, x); /* signed: keeps -0.0 */
+  tt_val small = tt_mul(b, tt_full_like(b, x, 0.5), tt_add(b, u, tt_div(b, u, tt_add(b, u, tt_full_like(b, x, 1)))));
+  return uc_sel(b, uc_cmp(b, "LT", ax, tt_full_like(b, x, 1)), small, big);
 }
 static tt_val f_cosh(tt_builder *b, tt_val x) {
-  tt_val ax = uc_un(b, "abs", x), neg;
+  tt_val ax = uc_un(b, TT_OP_ABS, x), neg;
   tt_val pos = half_exp_pair(b, ax, &neg);
-  return uc_add(b, pos, neg);
+  return tt_add(b, pos, neg);
 }
-static tt_val f_tanh(tt_builder *b, tt_val x) { return uc_un(b, "tanh", x); }
-static tt_val f_asinh(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.asinh", x); }
-static tt_val f_acosh(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.acosh", x); }
-static tt_val f_atanh(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.atanh", x); }
-static tt_val f_erf(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.erf", x); }
-static tt_val f_erfc(tt_builder *b, tt_val x) { return uc_chlo(b, "chlo.erfc", x); }
+static tt_val f_tanh(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_TANH, x); }
+static tt_val f_asinh(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_ASINH, x); }
+static tt_val f_acosh(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_ACOSH, x); }
+static tt_val f_atanh(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_ATANH, x); }
+static tt_val f_erf(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_ERF, x); }
+static tt_val f_erfc(tt_builder *b, tt_val x) { return uc_chlo(b, TT_OP_CHLO_ERFC, x); }
 /* erfinv: PyTorch's calc_erfinv (a rational first guess, then two Newton
  * steps on erf), step for step: its gradient exp(erfinv(x)^2) magnifies any
  * last-bit difference of another algorithm beyond float32 tolerance. */
 static tt_val poly_k(tt_builder *b, tt_val z, const double *k, int n) { /* k[n-1] z^(n-1) + ... */
-  tt_val r = uc_K(b, z, k[n - 1]);
-  for (int i = n - 2; i >= 0; i--) r = uc_add(b, uc_mul(b, r, z), uc_K(b, z, k[i]));
+  tt_val r = tt_full_like(b, z, k[n - 1]);
+  for (int i = n - 2; i >= 0; i--) r = tt_add(b, tt_mul(b, r, z), tt_full_like(b, z, k[i]));
   return r;
 }
 static tt_val f_erfinv(tt_builder *b, tt_val y) {
@@ -75,26 +75,26 @@ static tt_val f_erfinv(tt_builder *b, tt_val y) {
   static const double B[5] = {1.0, -2.118377725, 1.442710462, -0.329097515, 0.012229801};
   static const double C[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
   static const double D[3] = {1.0, 3.543889200, 1.637067800};
-  tt_val ay = uc_un(b, "abs", y);
-  tt_val z = uc_mul(b, y, y);
-  tt_val central = uc_dvd(b, uc_mul(b, y, poly_k(b, z, A, 4)), poly_k(b, z, B, 5));
-  tt_val zt = uc_un(b, "sqrt", uc_un(b, "negate", uc_un(b, "log", uc_dvd(b, uc_sub(b, uc_K(b, y, 1), ay), uc_K(b, y, 2)))));
+  tt_val ay = uc_un(b, TT_OP_ABS, y);
+  tt_val z = tt_mul(b, y, y);
+  tt_val central = tt_div(b, tt_mul(b, y, poly_k(b, z, A, 4)), poly_k(b, z, B, 5));
+  tt_val zt = uc_un(b, TT_OP_SQRT, uc_un(b, TT_OP_NEGATE, uc_un(b, TT_OP_LOG, tt_div(b, tt_sub(b, tt_full_like(b, y, 1), ay), tt_full_like(b, y, 2)))));
   tt_val num = poly_k(b, zt, C, 4);
-  tt_val signed_num = uc_sel(b, uc_sign_bit(b, y), uc_un(b, "negate", uc_un(b, "abs", num)), uc_un(b, "abs", num));
-  tt_val tail = uc_dvd(b, signed_num, poly_k(b, zt, D, 3));
-  tt_val x = uc_sel(b, uc_cmp(b, "LE", ay, uc_K(b, y, 0.7)), central, tail);
-  tt_val k = uc_K(b, y, 2.0 / sqrt(M_PI));
+  tt_val signed_num = uc_sel(b, uc_sign_bit(b, y), uc_un(b, TT_OP_NEGATE, uc_un(b, TT_OP_ABS, num)), uc_un(b, TT_OP_ABS, num));
+  tt_val tail = tt_div(b, signed_num, poly_k(b, zt, D, 3));
+  tt_val x = uc_sel(b, uc_cmp(b, "LE", ay, tt_full_like(b, y, 0.7)), central, tail);
+  tt_val k = tt_full_like(b, y, 2.0 / sqrt(M_PI));
   for (int i = 0; i < 2; i++) {
     /* erf in float64 rounded back: as close to libm's erff as XLA gets */
     tt_dtype dt = tt_b_dtype(b, x);
-    tt_val erf_x = tt_b_convert(b, uc_chlo(b, "chlo.erf", tt_b_convert(b, x, TT_F64)), dt);
-    tt_val e = uc_sub(b, erf_x, y);
-    x = uc_sub(b, x, uc_dvd(b, e, uc_mul(b, k, uc_un(b, "exponential", uc_un(b, "negate", uc_mul(b, x, x))))));
+    tt_val erf_x = tt_b_convert(b, uc_chlo(b, TT_OP_CHLO_ERF, tt_b_convert(b, x, TT_F64)), dt);
+    tt_val e = tt_sub(b, erf_x, y);
+    x = tt_sub(b, x, tt_div(b, e, tt_mul(b, k, uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, tt_mul(b, x, x))))));
   }
-  x = uc_sel(b, uc_cmp(b, "EQ", ay, uc_K(b, y, 1)), uc_mul(b, uc_copysign_one(b, y), uc_K(b, y, INFINITY)), x);
-  return uc_sel(b, uc_cmp(b, "GT", ay, uc_K(b, y, 1)), uc_K(b, y, NAN), x);
+  x = uc_sel(b, uc_cmp(b, "EQ", ay, tt_full_like(b, y, 1)), tt_mul(b, uc_copysign_one(b, y), tt_full_like(b, y, INFINITY)), x);
+  return uc_sel(b, uc_cmp(b, "GT", ay, tt_full_like(b, y, 1)), tt_full_like(b, y, NAN), x);
 }
-static tt_val f_reciprocal(tt_builder *b, tt_val x) { return uc_dvd(b, uc_K(b, x, 1), x); }
+static tt_val f_reciprocal(tt_builder *b, tt_val x) { return tt_div(b, tt_full_like(b, x, 1), x); }
 
 FLOAT_UNARY(exp)
 FLOAT_UNARY(exp2)
@@ -137,7 +137,7 @@ static tt_error *lower_signbit(tt_lower_ctx *c) {
   tt_val x = uc_read_as(c, 0, dt), r;
   if (tt_dtype_is_floating(dt)) r = uc_sign_bit(b, x);
   else if (dt == TT_BOOL || !tt_dtype_is_signed(dt)) r = bool_false_like(b, x);
-  else r = uc_cmp(b, "LT", x, uc_K(b, x, 0));
+  else r = uc_cmp(b, "LT", x, tt_full_like(b, x, 0));
   tt_lc_output(c, r);
   return NULL;
 }
@@ -146,7 +146,7 @@ static tt_error *is_signed_inf(tt_lower_ctx *c, double inf) {
   tt_dtype dt = uc_arg_dtype(c, 0);
   tt_builder *b = tt_lc_builder(c);
   tt_val x = uc_read_as(c, 0, dt);
-  tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", x, uc_K(b, x, inf)) : bool_false_like(b, x));
+  tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", x, tt_full_like(b, x, inf)) : bool_false_like(b, x));
   return NULL;
 }
 static tt_error *lower_isposinf(tt_lower_ctx *c) { return is_signed_inf(c, INFINITY); }
@@ -161,7 +161,7 @@ static tt_error *lower_neg(tt_lower_ctx *c) {
                       "Negation, the `-` operator, on a bool tensor is not supported. If you are "
                       "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   tt_builder *b = tt_lc_builder(c);
-  tt_lc_output(c, uc_un(b, "negate", uc_read_as(c, 0, dt)));
+  tt_lc_output(c, uc_un(b, TT_OP_NEGATE, uc_read_as(c, 0, dt)));
   return NULL;
 }
 
@@ -170,7 +170,7 @@ static tt_error *lower_abs(tt_lower_ctx *c) {
   if (dt == TT_BOOL) return tt_lc_decline(c, "abs is not implemented for bool");
   tt_builder *b = tt_lc_builder(c);
   tt_val x = uc_read_as(c, 0, dt);
-  tt_lc_output(c, dt == TT_U8 ? x : uc_un(b, "abs", x));
+  tt_lc_output(c, dt == TT_U8 ? x : uc_un(b, TT_OP_ABS, x));
   return NULL;
 }
 
@@ -183,17 +183,18 @@ static tt_error *sign_common(tt_lower_ctx *c) {
     tt_lc_output(c, x);
     return NULL;
   }
-  tt_val zero = uc_K(b, x, 0);
-  tt_val r = uc_sel(b, uc_cmp(b, "GT", x, zero), uc_K(b, x, 1), zero);
-  if (dt != TT_U8) r = uc_sel(b, uc_cmp(b, "LT", x, zero), uc_K(b, x, -1), r);
+  tt_val zero = tt_full_like(b, x, 0);
+  tt_val r = uc_sel(b, uc_cmp(b, "GT", x, zero), tt_full_like(b, x, 1), zero);
+  if (dt != TT_U8) r = uc_sel(b, uc_cmp(b, "LT", x, zero), tt_full_like(b, x, -1), r);
   tt_lc_output(c, r);
   return NULL;
 }
 static tt_error *lower_sign(tt_lower_ctx *c) { return sign_common(c); }
 static tt_error *lower_sgn(tt_lower_ctx *c) { return sign_common(c); }
 
-/* floor/ceil/round/trunc: identity on integers; bool unsupported (CPU raises). */
-static tt_error *rounding(tt_lower_ctx *c, const char *op) {
+/* floor/ceil/round (op) and trunc (trunc set, op unused): identity on
+ * integers; bool unsupported (CPU raises). */
+static tt_error *rounding(tt_lower_ctx *c, bool trunc, tt_op op) {
   tt_dtype dt = uc_arg_dtype(c, 0);
   if (dt == TT_BOOL) return tt_lc_decline(c, "%s is not implemented for bool", tt_lc_op_name(c));
   tt_builder *b = tt_lc_builder(c);
@@ -203,31 +204,31 @@ static tt_error *rounding(tt_lower_ctx *c, const char *op) {
     return NULL;
   }
   tt_val r;
-  if (op[0] == 't') /* trunc: round toward zero */
-    r = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_un(b, "ceil", x), uc_un(b, "floor", x));
+  if (trunc) /* round toward zero */
+    r = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_CEIL, x), uc_un(b, TT_OP_FLOOR, x));
   else
     r = uc_un(b, op, x);
   tt_lc_output(c, r);
   return NULL;
 }
-static tt_error *lower_floor(tt_lower_ctx *c) { return rounding(c, "floor"); }
-static tt_error *lower_ceil(tt_lower_ctx *c) { return rounding(c, "ceil"); }
-static tt_error *lower_trunc(tt_lower_ctx *c) { return rounding(c, "trunc"); }
+static tt_error *lower_floor(tt_lower_ctx *c) { return rounding(c, false, TT_OP_FLOOR); }
+static tt_error *lower_ceil(tt_lower_ctx *c) { return rounding(c, false, TT_OP_CEIL); }
+static tt_error *lower_trunc(tt_lower_ctx *c) { return rounding(c, true, TT_OP_COUNT); }
 /* round(self, *, decimals): CPU's kernel scales by ten_pow = 10^|decimals|
  * (in the tensor's dtype), rounds half to even, and scales back:
  * decimals > 0: nearbyint(x * ten_pow) / ten_pow; else nearbyint(x / ten_pow) * ten_pow. */
 static tt_error *lower_round(tt_lower_ctx *c) {
   int64_t dec = tt_lc_nargs(c) > 1 && tt_lc_kind(c, 1) == TT_ARG_INT ? tt_lc_int(c, 1, 0) : 0;
-  if (dec == 0) return rounding(c, "round_nearest_even");
+  if (dec == 0) return rounding(c, false, TT_OP_ROUND_NEAREST_EVEN);
   tt_dtype dt = uc_arg_dtype(c, 0);
   if (!tt_dtype_is_floating(dt)) return tt_lc_decline(c, "round with decimals on %s", tt_dtype_name(dt));
   tt_builder *b = tt_lc_builder(c);
-  tt_val x = uc_read_as(c, 0, uc_opmath(dt));
+  tt_val x = uc_read_as(c, 0, tt_opmath(dt));
   double p = pow(10.0, (double)(dec > 0 ? dec : -dec));
-  if (uc_opmath(dt) == TT_F32) p = (double)(float)p;
-  tt_val k = uc_K(b, x, p);
-  tt_val r = dec > 0 ? uc_dvd(b, uc_un(b, "round_nearest_even", uc_mul(b, x, k)), k)
-                     : uc_mul(b, uc_un(b, "round_nearest_even", uc_dvd(b, x, k)), k);
+  if (tt_opmath(dt) == TT_F32) p = (double)(float)p;
+  tt_val k = tt_full_like(b, x, p);
+  tt_val r = dec > 0 ? tt_div(b, uc_un(b, TT_OP_ROUND_NEAREST_EVEN, tt_mul(b, x, k)), k)
+                     : tt_mul(b, uc_un(b, TT_OP_ROUND_NEAREST_EVEN, tt_div(b, x, k)), k);
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
 }
@@ -237,9 +238,9 @@ static tt_error *lower_frac(tt_lower_ctx *c) {
   TT_TRY(uc_require_float(c, 0));
   tt_dtype dt = uc_arg_dtype(c, 0);
   tt_builder *b = tt_lc_builder(c);
-  tt_val x = uc_read_as(c, 0, uc_opmath(dt));
-  tt_val t = uc_sel(b, uc_cmp(b, "LT", x, uc_K(b, x, 0)), uc_un(b, "ceil", x), uc_un(b, "floor", x));
-  tt_lc_output(c, tt_b_convert(b, uc_sub(b, x, t), dt));
+  tt_val x = uc_read_as(c, 0, tt_opmath(dt));
+  tt_val t = uc_sel(b, uc_cmp(b, "LT", x, tt_full_like(b, x, 0)), uc_un(b, TT_OP_CEIL, x), uc_un(b, TT_OP_FLOOR, x));
+  tt_lc_output(c, tt_b_convert(b, tt_sub(b, x, t), dt));
   return NULL;
 }
 
@@ -261,7 +262,7 @@ static tt_error *lower_isinf(tt_lower_ctx *c) {
   tt_val x = uc_read_as(c, 0, dt);
   tt_shape s = tt_b_shape(b, x);
   s.dtype = TT_BOOL;
-  tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", uc_un(b, "abs", x), uc_K(b, x, INFINITY))
+  tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, INFINITY))
                                            : tt_b_full(b, s, 0));
   return NULL;
 }
@@ -280,16 +281,16 @@ static tt_error *lower_nan_to_num(tt_lower_ctx *c) {
   double nan_v = tt_lc_is_none(c, 1) ? 0.0 : tt_lc_double(c, 1, 0.0);
   double pos_v = tt_lc_is_none(c, 2) ? uc_finite_max(dt) : tt_lc_double(c, 2, 0.0);
   double neg_v = tt_lc_is_none(c, 3) ? -uc_finite_max(dt) : tt_lc_double(c, 3, 0.0);
-  tt_val r = uc_sel(b, uc_cmp(b, "NE", x, x), uc_K(b, x, nan_v), x);
-  r = uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, INFINITY)), uc_K(b, x, pos_v), r);
-  r = uc_sel(b, uc_cmp(b, "EQ", x, uc_K(b, x, -INFINITY)), uc_K(b, x, neg_v), r);
+  tt_val r = uc_sel(b, uc_cmp(b, "NE", x, x), tt_full_like(b, x, nan_v), x);
+  r = uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, INFINITY)), tt_full_like(b, x, pos_v), r);
+  r = uc_sel(b, uc_cmp(b, "EQ", x, tt_full_like(b, x, -INFINITY)), tt_full_like(b, x, neg_v), r);
   tt_lc_output(c, r);
   return NULL;
 }
 
 static tt_error *lower_logical_not(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
-  tt_lc_output(c, uc_un(b, "not", uc_read_as(c, 0, TT_BOOL)));
+  tt_lc_output(c, uc_un(b, TT_OP_NOT, uc_read_as(c, 0, TT_BOOL)));
   return NULL;
 }
 
@@ -297,7 +298,7 @@ static tt_error *lower_bitwise_not(tt_lower_ctx *c) {
   tt_dtype dt = uc_arg_dtype(c, 0);
   if (tt_dtype_is_floating(dt)) return tt_lc_decline(c, "bitwise_not is not implemented for floats");
   tt_builder *b = tt_lc_builder(c);
-  tt_lc_output(c, uc_un(b, "not", uc_read_as(c, 0, dt)));
+  tt_lc_output(c, uc_un(b, TT_OP_NOT, uc_read_as(c, 0, dt)));
   return NULL;
 }
 

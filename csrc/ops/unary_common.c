@@ -5,8 +5,6 @@
 
 #include "ops/unary_common.h"
 
-tt_dtype uc_opmath(tt_dtype dt) { return dt == TT_F16 || dt == TT_BF16 ? TT_F32 : dt; }
-
 tt_dtype uc_float_result(tt_dtype dt) {
   return tt_dtype_is_floating(dt) ? dt : TT_DEFAULT_FLOAT;
 }
@@ -21,8 +19,6 @@ tt_dtype uc_arg_dtype(const tt_lower_ctx *c, int i) {
   return a && a->kind == TT_ARG_TENSOR ? a->u.tensor->dtype : TT_F32;
 }
 
-/* Constant like x. */
-tt_val uc_K(tt_builder *b, tt_val x, double v) { return tt_full_like(b, x, v); }
 /* Scalar argument i as dt, broadcast like x. */
 tt_val uc_S(tt_lower_ctx *c, int i, tt_val x) {
   tt_builder *b = tt_lc_builder(c);
@@ -30,13 +26,9 @@ tt_val uc_S(tt_lower_ctx *c, int i, tt_val x) {
   return tt_b_broadcast_to(b, tt_lc_scalar(c, i, s.dtype), s.ndim, s.dims);
 }
 
-tt_val uc_add(tt_builder *b, tt_val x, tt_val y) { return tt_b_binary(b, "add", x, y); }
-tt_val uc_sub(tt_builder *b, tt_val x, tt_val y) { return tt_b_binary(b, "subtract", x, y); }
-tt_val uc_mul(tt_builder *b, tt_val x, tt_val y) { return tt_b_binary(b, "multiply", x, y); }
-tt_val uc_dvd(tt_builder *b, tt_val x, tt_val y) { return tt_b_binary(b, "divide", x, y); }
-tt_val uc_un(tt_builder *b, const char *op, tt_val x) { return tt_b_unary(b, op, x); }
-tt_val uc_chlo(tt_builder *b, const char *op, tt_val x) {
-  return tt_b_op(b, op, &x, 1, NULL, tt_b_shape(b, x));
+tt_val uc_un(tt_builder *b, tt_op op, tt_val x) { return tt_b_un(b, op, x); }
+tt_val uc_chlo(tt_builder *b, tt_op op, tt_val x) {
+  return tt_b_emit1(b, op, &x, 1, NULL, tt_b_shape(b, x));
 }
 tt_val uc_cmp(tt_builder *b, const char *dir, tt_val x, tt_val y) {
   return tt_b_compare(b, dir, x, y);
@@ -47,7 +39,7 @@ tt_val uc_sel(tt_builder *b, tt_val p, tt_val t, tt_val f) { return tt_b_select(
 tt_error *uc_float_unary(tt_lower_ctx *c, unary_fn f) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype out = uc_float_result(uc_arg_dtype(c, 0));
-  tt_val x = uc_read_as(c, 0, uc_opmath(out));
+  tt_val x = uc_read_as(c, 0, tt_opmath(out));
   tt_lc_output(c, tt_b_convert(b, f(b, x), out));
   return NULL;
 }
@@ -63,8 +55,8 @@ tt_error *uc_require_float(tt_lower_ctx *c, int i) {
 
 /* PyTorch: 1 / (1 + exp(-x)) */
 tt_val uc_sigmoid(tt_builder *b, tt_val x) {
-  tt_val one = uc_K(b, x, 1);
-  return uc_dvd(b, one, uc_add(b, one, uc_un(b, "exponential", uc_un(b, "negate", x))));
+  tt_val one = tt_full_like(b, x, 1);
+  return tt_div(b, one, tt_add(b, one, uc_un(b, TT_OP_EXPONENTIAL, uc_un(b, TT_OP_NEGATE, x))));
 }
 
 /* Sign bit of floating x (true for -0.0 and negative NaNs). */
@@ -75,7 +67,7 @@ tt_val uc_sign_bit(tt_builder *b, tt_val x) {
 }
 /* copysign(1, x) */
 tt_val uc_copysign_one(tt_builder *b, tt_val x) {
-  return uc_sel(b, uc_sign_bit(b, x), uc_K(b, x, -1), uc_K(b, x, 1));
+  return uc_sel(b, uc_sign_bit(b, x), tt_full_like(b, x, -1), tt_full_like(b, x, 1));
 }
 
 

@@ -6,18 +6,12 @@
 
 #include "ops/common.h"
 
-tt_dtype uc_opmath(tt_dtype dt);
 tt_dtype uc_float_result(tt_dtype dt);
 tt_val uc_read_as(tt_lower_ctx *c, int i, tt_dtype dt);
 tt_dtype uc_arg_dtype(const tt_lower_ctx *c, int i);
-tt_val uc_K(tt_builder *b, tt_val x, double v);
 tt_val uc_S(tt_lower_ctx *c, int i, tt_val x);
-tt_val uc_add(tt_builder *b, tt_val x, tt_val y);
-tt_val uc_sub(tt_builder *b, tt_val x, tt_val y);
-tt_val uc_mul(tt_builder *b, tt_val x, tt_val y);
-tt_val uc_dvd(tt_builder *b, tt_val x, tt_val y);
-tt_val uc_un(tt_builder *b, const char *op, tt_val x);
-tt_val uc_chlo(tt_builder *b, const char *op, tt_val x);
+tt_val uc_un(tt_builder *b, tt_op op, tt_val x);
+tt_val uc_chlo(tt_builder *b, tt_op op, tt_val x);
 tt_val uc_cmp(tt_builder *b, const char *dir, tt_val x, tt_val y);
 tt_val uc_sel(tt_builder *b, tt_val p, tt_val t, tt_val f);
 
@@ -38,7 +32,7 @@ tt_val tt_hurwitz_zeta(tt_builder *b, tt_val x, tt_val q);
   TT_TRY(uc_require_float(c, (i)));        \
   tt_builder *b = tt_lc_builder(c);        \
   tt_dtype dt = uc_arg_dtype(c, (i));      \
-  tt_val x = uc_read_as(c, (i), uc_opmath(dt))
+  tt_val x = uc_read_as(c, (i), tt_opmath(dt))
 #define OUT(v) (tt_lc_output(c, tt_b_convert(b, (v), dt)), (tt_error *)NULL)
 
 #define FLOAT_UNARY(name)                                                        \

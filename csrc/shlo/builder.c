@@ -11,12 +11,29 @@
 typedef struct {
   char name[24]; /* "%v12", "%v3#1", "%arg0" */
   tt_shape shape;
+  int scope;     /* 0: the function body; else the id of the block defining it */
 } value_info;
 
 typedef struct {
   char *data;
   size_t len, cap;
 } text_buf;
+
+/* A region op under construction (while, case): its operands and result
+ * shapes, the text of its finished blocks, and the block being built. */
+#define MAX_FRAMES 8
+#define MAX_CARRIED 16
+typedef struct {
+  tt_op op;
+  tt_val ins[MAX_CARRIED];
+  int n_ins;
+  tt_shape outs[MAX_CARRIED];
+  int n_outs;
+  text_buf regions; /* finished blocks, joined by "}, {" */
+  text_buf block;   /* the open block's body */
+  int n_blocks;     /* blocks finished */
+  int scope;        /* id of the open block, 0 if none is open */
+} region_frame;
 
 struct tt_builder {
   value_info *values;
@@ -28,6 +45,9 @@ struct tt_builder {
   int next_ssa;
   text_buf body;
   tt_error *error;
+  region_frame frames[MAX_FRAMES]; /* open region ops, innermost last */
+  int n_frames;
+  int next_scope;
 };
 
 /* ------------------------------------------------------------- text */
@@ -115,6 +135,10 @@ void tt_builder_free(tt_builder *b) {
   free(b->param_values);
   free(b->param_alias);
   free(b->body.data);
+  for (int i = 0; i < MAX_FRAMES; i++) {
+    free(b->frames[i].regions.data);
+    free(b->frames[i].block.data);
+  }
   tt_error_free(b->error);
   free(b);
 }
@@ -148,11 +172,26 @@ static tt_val add_value(tt_builder *b, const char *name, tt_shape shape) {
   value_info *vi = &b->values[b->n_values];
   snprintf(vi->name, sizeof vi->name, "%s", name);
   vi->shape = shape;
+  vi->scope = b->n_frames ? b->frames[b->n_frames - 1].scope : 0;
   return b->n_values++;
 }
 
-static bool valid(const tt_builder *b, tt_val v) {
-  return !b->error && v >= 0 && v < b->n_values;
+/* v exists and is in scope: defined in the function body or in a block
+ * that is still open. */
+static bool valid(tt_builder *b, tt_val v) {
+  if (b->error || v < 0 || v >= b->n_values) return false;
+  int scope = b->values[v].scope;
+  if (scope == 0) return true;
+  for (int i = 0; i < b->n_frames; i++)
+    if (b->frames[i].scope == scope) return true;
+  tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s used outside the block defining it", b->values[v].name);
+  return false;
+}
+
+/* Where ops are written now: the open block of the innermost region op, or
+ * the function body. */
+static text_buf *out_text(tt_builder *b) {
+  return b->n_frames ? &b->frames[b->n_frames - 1].block : &b->body;
 }
 
 tt_shape tt_b_shape(const tt_builder *b, tt_val v) {
@@ -190,48 +229,73 @@ void tt_b_alias_param(tt_builder *b, int param, int output) {
 
 /* ------------------------------------------------------------- emission */
 
-static void print_types(tt_builder *b, const tt_val *ins, int n) {
+static void print_types(tt_builder *b, text_buf *out, const tt_val *ins, int n) {
   char buf[160];
   for (int i = 0; i < n; i++) {
     tt_shape_print(&b->values[ins[i]].shape, buf, sizeof buf);
-    text_printf(&b->body, i ? ", %s" : "%s", buf);
+    text_printf(out, i ? ", %s" : "%s", buf);
   }
 }
 
-bool tt_b_op_multi(tt_builder *b, const char *name, const tt_val *ins, int n_ins,
-                   const char *attrs, const char *region, const tt_shape *outs, int n_outs,
-                   tt_val *results) {
+/* Regions are counted from the text: blocks are joined by "}, {". */
+static int count_regions(const char *region) {
+  if (!region) return 0;
+  int n = 1;
+  for (const char *p = region; (p = strstr(p, "}, {")) != NULL; p += 4) n++;
+  return n;
+}
+
+/* Emits op into the open block (or the body) after checking it against the
+ * op table; `region` holds n_regions regions' text. */
+static bool emit(tt_builder *b, tt_op op, const tt_val *ins, int n_ins, const char *attrs,
+                 const char *region, int n_regions, const tt_shape *outs, int n_outs,
+                 tt_val *results) {
   for (int i = 0; i < n_outs; i++) results[i] = TT_INVALID;
   if (b->error) return false;
+  const tt_op_info *info = tt_op_get(op);
+  if (!info) {
+    tt_b_fail(b, TT_ERR_RUNTIME, "internal: op %d is not in the op table", (int)op);
+    return false;
+  }
+  const char *name = info->name;
   for (int i = 0; i < n_ins; i++)
     if (!valid(b, ins[i])) {
       tt_b_fail(b, TT_ERR_RUNTIME, "internal: invalid operand %d to %s", i, name);
       return false;
     }
+  const char *bad = tt_op_check_arity(op, n_ins, n_outs, n_regions,
+                                      n_ins ? b->values[ins[0]].shape.ndim : 0);
+  if (bad) {
+    tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s with %d operands, %d results: %s", name, n_ins,
+              n_outs, bad);
+    return false;
+  }
   for (int i = 0; i < n_outs; i++)
     if (outs[i].ndim < 0 || outs[i].ndim > TT_MAX_DIMS) {
       tt_b_fail(b, TT_ERR_NOT_IMPLEMENTED, "%s: rank %d unsupported", name, outs[i].ndim);
       return false;
     }
+  text_buf *out = out_text(b);
   int id = b->next_ssa++;
-  if (n_outs == 1) text_printf(&b->body, "    %%v%d = \"%s\"(", id, name);
-  else text_printf(&b->body, "    %%v%d:%d = \"%s\"(", id, n_outs, name);
+  if (n_outs == 1) text_printf(out, "    %%v%d = \"%s\"(", id, name);
+  else if (n_outs == 0) text_printf(out, "    \"%s\"(", name);
+  else text_printf(out, "    %%v%d:%d = \"%s\"(", id, n_outs, name);
   for (int i = 0; i < n_ins; i++)
-    text_printf(&b->body, i ? ", %s" : "%s", b->values[ins[i]].name);
-  text_printf(&b->body, ")");
-  if (region) text_printf(&b->body, " ({\n%s\n    })", region);
-  if (attrs && attrs[0]) text_printf(&b->body, " {%s}", attrs);
-  text_printf(&b->body, " : (");
-  print_types(b, ins, n_ins);
-  text_printf(&b->body, ") -> ");
+    text_printf(out, i ? ", %s" : "%s", b->values[ins[i]].name);
+  text_printf(out, ")");
+  if (region) text_printf(out, " ({\n%s\n    })", region);
+  if (attrs && attrs[0]) text_printf(out, " {%s}", attrs);
+  text_printf(out, " : (");
+  print_types(b, out, ins, n_ins);
+  text_printf(out, ") -> ");
   char buf[160];
-  if (n_outs != 1) text_printf(&b->body, "(");
+  if (n_outs != 1) text_printf(out, "(");
   for (int i = 0; i < n_outs; i++) {
     tt_shape_print(&outs[i], buf, sizeof buf);
-    text_printf(&b->body, i ? ", %s" : "%s", buf);
+    text_printf(out, i ? ", %s" : "%s", buf);
   }
-  if (n_outs != 1) text_printf(&b->body, ")");
-  text_printf(&b->body, "\n");
+  if (n_outs != 1) text_printf(out, ")");
+  text_printf(out, "\n");
   for (int i = 0; i < n_outs; i++) {
     char vname[24];
     if (n_outs == 1) snprintf(vname, sizeof vname, "%%v%d", id);
@@ -239,6 +303,37 @@ bool tt_b_op_multi(tt_builder *b, const char *name, const tt_val *ins, int n_ins
     results[i] = add_value(b, vname, outs[i]);
   }
   return true;
+}
+
+bool tt_b_emit(tt_builder *b, tt_op op, const tt_val *ins, int n_ins, const char *attrs,
+               const char *region, const tt_shape *outs, int n_outs, tt_val *results) {
+  return emit(b, op, ins, n_ins, attrs, region, count_regions(region), outs, n_outs, results);
+}
+
+tt_val tt_b_emit1(tt_builder *b, tt_op op, const tt_val *ins, int n_ins, const char *attrs,
+                  tt_shape out) {
+  tt_val r;
+  tt_b_emit(b, op, ins, n_ins, attrs, NULL, &out, 1, &r);
+  return r;
+}
+
+/* The op named `name`, or TT_OP_COUNT after recording an internal error. */
+static tt_op named_op(tt_builder *b, const char *prefix, const char *name) {
+  char full[64];
+  snprintf(full, sizeof full, "%s%s", prefix, name);
+  tt_op op = tt_op_lookup(full);
+  if (op == TT_OP_COUNT) tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s is not in the op table", full);
+  return op;
+}
+
+bool tt_b_op_multi(tt_builder *b, const char *name, const tt_val *ins, int n_ins,
+                   const char *attrs, const char *region, const tt_shape *outs, int n_outs,
+                   tt_val *results) {
+  for (int i = 0; i < n_outs; i++) results[i] = TT_INVALID;
+  if (b->error) return false;
+  tt_op op = named_op(b, "", name);
+  if (op == TT_OP_COUNT) return false;
+  return tt_b_emit(b, op, ins, n_ins, attrs, region, outs, n_outs, results);
 }
 
 tt_val tt_b_op(tt_builder *b, const char *name, const tt_val *ins, int n_ins, const char *attrs,
@@ -255,7 +350,7 @@ static tt_val constant_text(tt_builder *b, tt_dtype dt, const char *literal) {
   tt_shape s = tt_shape_scalar(dt);
   tt_shape_print(&s, ty, sizeof ty);
   snprintf(attrs, sizeof attrs, "value = dense<%s> : %s", literal, ty);
-  return tt_b_op(b, "stablehlo.constant", NULL, 0, attrs, s);
+  return tt_b_emit1(b, TT_OP_CONSTANT, NULL, 0, attrs, s);
 }
 
 tt_val tt_b_constant(tt_builder *b, tt_dtype dt, double value) {
@@ -287,26 +382,35 @@ tt_val tt_b_full(tt_builder *b, tt_shape shape, double value) {
 
 /* ------------------------------------------------------------- elementwise */
 
-tt_val tt_b_unary(tt_builder *b, const char *op, tt_val x) {
+tt_val tt_b_un(tt_builder *b, tt_op op, tt_val x) {
   if (!valid(b, x)) return TT_INVALID;
-  char name[64];
-  snprintf(name, sizeof name, "stablehlo.%s", op);
-  return tt_b_op(b, name, &x, 1, NULL, b->values[x].shape);
+  return tt_b_emit1(b, op, &x, 1, NULL, b->values[x].shape);
 }
 
-tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y) {
+tt_val tt_b_unary(tt_builder *b, const char *op, tt_val x) {
+  if (b->error) return TT_INVALID;
+  tt_op k = named_op(b, "stablehlo.", op);
+  return k == TT_OP_COUNT ? TT_INVALID : tt_b_un(b, k, x);
+}
+
+tt_val tt_b_bin(tt_builder *b, tt_op op, tt_val x, tt_val y) {
   if (!valid(b, x) || !valid(b, y)) return TT_INVALID;
   tt_shape sx = b->values[x].shape, sy = b->values[y].shape;
   if (!tt_shape_equal(&sx, &sy)) {
     char a[160], c[160];
     tt_shape_print(&sx, a, sizeof a);
     tt_shape_print(&sy, c, sizeof c);
-    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s operands differ: %s vs %s", op, a, c);
+    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s operands differ: %s vs %s",
+                     tt_op_get(op) ? tt_op_get(op)->name : "?", a, c);
   }
-  char name[64];
-  snprintf(name, sizeof name, "stablehlo.%s", op);
   tt_val ins[2] = {x, y};
-  return tt_b_op(b, name, ins, 2, NULL, sx);
+  return tt_b_emit1(b, op, ins, 2, NULL, sx);
+}
+
+tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y) {
+  if (b->error) return TT_INVALID;
+  tt_op k = named_op(b, "stablehlo.", op);
+  return k == TT_OP_COUNT ? TT_INVALID : tt_b_bin(b, k, x, y);
 }
 
 tt_val tt_b_compare(tt_builder *b, const char *direction, tt_val x, tt_val y) {
@@ -323,13 +427,13 @@ tt_val tt_b_compare(tt_builder *b, const char *direction, tt_val x, tt_val y) {
   if (!tt_shape_equal(&s, &b->values[y].shape))
     return tt_b_fail(b, TT_ERR_RUNTIME, "internal: compare operands differ");
   s.dtype = TT_BOOL;
-  return tt_b_op(b, "stablehlo.compare", ins, 2, attrs, s);
+  return tt_b_emit1(b, TT_OP_COMPARE, ins, 2, attrs, s);
 }
 
 tt_val tt_b_select(tt_builder *b, tt_val pred, tt_val on_true, tt_val on_false) {
   if (!valid(b, pred) || !valid(b, on_true) || !valid(b, on_false)) return TT_INVALID;
   tt_val ins[3] = {pred, on_true, on_false};
-  return tt_b_op(b, "stablehlo.select", ins, 3, NULL, b->values[on_true].shape);
+  return tt_b_emit1(b, TT_OP_SELECT, ins, 3, NULL, b->values[on_true].shape);
 }
 
 tt_val tt_b_convert(tt_builder *b, tt_val x, tt_dtype dt) {
@@ -342,11 +446,11 @@ tt_val tt_b_convert(tt_builder *b, tt_val x, tt_dtype dt) {
     return tt_b_compare(b, "NE", x, zero);
   }
   s.dtype = dt;
-  return tt_b_op(b, "stablehlo.convert", &x, 1, NULL, s);
+  return tt_b_emit1(b, TT_OP_CONVERT, &x, 1, NULL, s);
 }
 
 tt_val tt_b_bitcast(tt_builder *b, tt_val x, tt_shape out) {
-  return tt_b_op(b, "stablehlo.bitcast_convert", &x, 1, NULL, out);
+  return tt_b_emit1(b, TT_OP_BITCAST_CONVERT, &x, 1, NULL, out);
 }
 
 /* ------------------------------------------------------------- shape ops */
@@ -357,7 +461,7 @@ tt_val tt_b_reshape(tt_builder *b, tt_val x, int ndim, const int64_t *dims) {
   if (tt_shape_numel(&s) != tt_shape_numel(&b->values[x].shape))
     return tt_b_fail(b, TT_ERR_RUNTIME, "internal: reshape changes element count");
   if (tt_shape_equal(&s, &b->values[x].shape)) return x;
-  return tt_b_op(b, "stablehlo.reshape", &x, 1, NULL, s);
+  return tt_b_emit1(b, TT_OP_RESHAPE, &x, 1, NULL, s);
 }
 
 tt_val tt_b_transpose(tt_builder *b, tt_val x, const int64_t *perm) {
@@ -372,7 +476,7 @@ tt_val tt_b_transpose(tt_builder *b, tt_val x, const int64_t *perm) {
   char attrs[160], list[128];
   tt_fmt_i64_array(list, sizeof list, perm, in.ndim);
   snprintf(attrs, sizeof attrs, "permutation = %s", list);
-  return tt_b_op(b, "stablehlo.transpose", &x, 1, attrs, out);
+  return tt_b_emit1(b, TT_OP_TRANSPOSE, &x, 1, attrs, out);
 }
 
 tt_val tt_b_broadcast_in_dim(tt_builder *b, tt_val x, int ndim, const int64_t *dims,
@@ -389,7 +493,7 @@ tt_val tt_b_broadcast_in_dim(tt_builder *b, tt_val x, int ndim, const int64_t *d
   char attrs[160], list[128];
   tt_fmt_i64_array(list, sizeof list, map, in.ndim);
   snprintf(attrs, sizeof attrs, "broadcast_dimensions = %s", list);
-  return tt_b_op(b, "stablehlo.broadcast_in_dim", &x, 1, attrs, out);
+  return tt_b_emit1(b, TT_OP_BROADCAST_IN_DIM, &x, 1, attrs, out);
 }
 
 tt_val tt_b_broadcast_to(tt_builder *b, tt_val x, int ndim, const int64_t *dims) {
@@ -428,7 +532,7 @@ tt_val tt_b_slice(tt_builder *b, tt_val x, const int64_t *start, const int64_t *
   tt_fmt_i64_array(s3, sizeof s3, stride ? stride : ones, in.ndim);
   snprintf(attrs, sizeof attrs, "start_indices = %s, limit_indices = %s, strides = %s", s1, s2,
            s3);
-  return tt_b_op(b, "stablehlo.slice", &x, 1, attrs, out);
+  return tt_b_emit1(b, TT_OP_SLICE, &x, 1, attrs, out);
 }
 
 tt_val tt_b_concat(tt_builder *b, const tt_val *xs, int n, int dim) {
@@ -440,13 +544,13 @@ tt_val tt_b_concat(tt_builder *b, const tt_val *xs, int n, int dim) {
   for (int i = 0; i < n; i++) out.dims[dim] += b->values[xs[i]].shape.dims[dim];
   char attrs[64];
   snprintf(attrs, sizeof attrs, "dimension = %d : i64", dim);
-  return tt_b_op(b, "stablehlo.concatenate", xs, n, attrs, out);
+  return tt_b_emit1(b, TT_OP_CONCATENATE, xs, n, attrs, out);
 }
 
 tt_val tt_b_iota(tt_builder *b, tt_shape shape, int dim) {
   char attrs[64];
   snprintf(attrs, sizeof attrs, "iota_dimension = %d : i64", dim);
-  return tt_b_op(b, "stablehlo.iota", NULL, 0, attrs, shape);
+  return tt_b_emit1(b, TT_OP_IOTA, NULL, 0, attrs, shape);
 }
 
 tt_val tt_b_pad(tt_builder *b, tt_val x, tt_val pad_value, const int64_t *low,
@@ -466,7 +570,7 @@ tt_val tt_b_pad(tt_builder *b, tt_val x, tt_val pad_value, const int64_t *low,
   snprintf(attrs, sizeof attrs, "edge_padding_low = %s, edge_padding_high = %s, interior_padding = %s",
            s1, s2, s3);
   tt_val ins[2] = {x, pad_value};
-  return tt_b_op(b, "stablehlo.pad", ins, 2, attrs, out);
+  return tt_b_emit1(b, TT_OP_PAD, ins, 2, attrs, out);
 }
 
 void tt_b_region_binary(char *buf, size_t size, tt_dtype dt, const char *op) {
@@ -497,12 +601,13 @@ tt_val tt_b_reduce(tt_builder *b, tt_val x, tt_val init, const int64_t *dims, in
     if (!reduced) out.dims[out.ndim++] = in.dims[i];
   }
   if (n_dims == 0) return x;
+  if (named_op(b, "stablehlo.", body_op) == TT_OP_COUNT) return TT_INVALID;
   char region[512], attrs[200], list[160];
   tt_b_region_binary(region, sizeof region, in.dtype, body_op);
   tt_fmt_i64_array(list, sizeof list, dims, n_dims);
   snprintf(attrs, sizeof attrs, "dimensions = %s", list);
   tt_val ins[2] = {x, init}, r;
-  tt_b_op_multi(b, "stablehlo.reduce", ins, 2, attrs, region, &out, 1, &r);
+  tt_b_emit(b, TT_OP_REDUCE, ins, 2, attrs, region, &out, 1, &r);
   return r;
 }
 
@@ -538,7 +643,7 @@ tt_val tt_b_dot_general(tt_builder *b, tt_val lhs, tt_val rhs, int n_batch,
            "rhs_contracting_dimensions = %s>",
            lb, rb, lc, rc);
   tt_val ins[2] = {lhs, rhs};
-  return tt_b_op(b, "stablehlo.dot_general", ins, 2, attrs, out);
+  return tt_b_emit1(b, TT_OP_DOT_GENERAL, ins, 2, attrs, out);
 }
 
 tt_val tt_b_dynamic_slice(tt_builder *b, tt_val x, const tt_val *starts, const int64_t *sizes) {
@@ -553,7 +658,7 @@ tt_val tt_b_dynamic_slice(tt_builder *b, tt_val x, const tt_val *starts, const i
   char attrs[200], list[160];
   tt_fmt_i64_array(list, sizeof list, sizes, in.ndim);
   snprintf(attrs, sizeof attrs, "slice_sizes = %s", list);
-  return tt_b_op(b, "stablehlo.dynamic_slice", ins, 1 + in.ndim, attrs, out);
+  return tt_b_emit1(b, TT_OP_DYNAMIC_SLICE, ins, 1 + in.ndim, attrs, out);
 }
 
 tt_val tt_b_dynamic_update_slice(tt_builder *b, tt_val x, tt_val update, const tt_val *starts) {
@@ -563,7 +668,158 @@ tt_val tt_b_dynamic_update_slice(tt_builder *b, tt_val x, tt_val update, const t
   ins[0] = x;
   ins[1] = update;
   for (int i = 0; i < in.ndim; i++) ins[2 + i] = starts[i];
-  return tt_b_op(b, "stablehlo.dynamic_update_slice", ins, 2 + in.ndim, NULL, in);
+  return tt_b_emit1(b, TT_OP_DYNAMIC_UPDATE_SLICE, ins, 2 + in.ndim, NULL, in);
+}
+
+/* ------------------------------------------------------------- control flow */
+
+static region_frame *top_frame(tt_builder *b, tt_op op) {
+  if (b->n_frames == 0 || b->frames[b->n_frames - 1].op != op) {
+    tt_b_fail(b, TT_ERR_RUNTIME, "internal: no open %s", tt_op_get(op)->name);
+    return NULL;
+  }
+  return &b->frames[b->n_frames - 1];
+}
+
+/* Opens a region op: checks the operands and remembers the result shapes. */
+static region_frame *push_frame(tt_builder *b, tt_op op, const tt_val *ins, int n_ins,
+                                const tt_shape *outs, int n_outs) {
+  if (b->error) return NULL;
+  if (b->n_frames == MAX_FRAMES || n_ins > MAX_CARRIED || n_outs > MAX_CARRIED) {
+    tt_b_fail(b, TT_ERR_NOT_IMPLEMENTED, "%s: nesting or carried values beyond the builder's limits",
+              tt_op_get(op)->name);
+    return NULL;
+  }
+  for (int i = 0; i < n_ins; i++)
+    if (!valid(b, ins[i])) {
+      tt_b_fail(b, TT_ERR_RUNTIME, "internal: invalid operand %d to %s", i, tt_op_get(op)->name);
+      return NULL;
+    }
+  region_frame *f = &b->frames[b->n_frames++];
+  f->op = op;
+  f->n_ins = n_ins;
+  f->n_outs = n_outs;
+  for (int i = 0; i < n_ins; i++) f->ins[i] = ins[i];
+  for (int i = 0; i < n_outs; i++) f->outs[i] = outs[i];
+  f->regions.len = f->block.len = 0;
+  if (f->regions.data) f->regions.data[0] = '\0';
+  if (f->block.data) f->block.data[0] = '\0';
+  f->n_blocks = 0;
+  f->scope = 0;
+  return f;
+}
+
+/* Opens the next block of f with arguments of the given shapes (its values
+ * written to args). */
+static void open_block(tt_builder *b, region_frame *f, const tt_shape *shapes, int n,
+                       tt_val *args) {
+  f->scope = ++b->next_scope;
+  f->block.len = 0;
+  text_reserve(&f->block, 0);
+  f->block.data[0] = '\0';
+  if (n == 0) return;
+  text_printf(&f->block, "    ^bb0(");
+  for (int i = 0; i < n; i++) {
+    char name[24], ty[160];
+    snprintf(name, sizeof name, "%%v%d", b->next_ssa++);
+    tt_shape_print(&shapes[i], ty, sizeof ty);
+    text_printf(&f->block, i ? ", %s: %s" : "%s: %s", name, ty);
+    args[i] = add_value(b, name, shapes[i]);
+  }
+  text_printf(&f->block, "):\n");
+}
+
+/* Closes f's open block returning vals, which must have the given shapes. */
+static bool close_block(tt_builder *b, region_frame *f, const tt_val *vals, int n,
+                        const tt_shape *want) {
+  const char *name = tt_op_get(f->op)->name;
+  for (int i = 0; i < n; i++) {
+    if (!valid(b, vals[i])) {
+      tt_b_fail(b, TT_ERR_RUNTIME, "internal: invalid value %d returned from a %s block", i, name);
+      return false;
+    }
+    if (!tt_shape_equal(&b->values[vals[i]].shape, &want[i])) {
+      tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s block returns value %d of the wrong type", name, i);
+      return false;
+    }
+  }
+  text_buf *out = &f->block;
+  text_printf(out, "    \"%s\"(", tt_op_get(TT_OP_RETURN)->name);
+  for (int i = 0; i < n; i++) text_printf(out, i ? ", %s" : "%s", b->values[vals[i]].name);
+  text_printf(out, ") : (");
+  print_types(b, out, vals, n);
+  text_printf(out, ") -> ()");
+  if (f->n_blocks++) text_printf(&f->regions, "\n    }, {\n");
+  text_printf(&f->regions, "%s", f->block.data);
+  f->scope = 0;
+  return true;
+}
+
+/* Pops f and emits its op with the finished regions into the enclosing block. */
+static bool pop_frame(tt_builder *b, region_frame *f, tt_val *results) {
+  b->n_frames--;
+  text_reserve(&f->regions, 0);
+  return emit(b, f->op, f->ins, f->n_ins, NULL, f->regions.data, f->n_blocks, f->outs, f->n_outs,
+              results);
+}
+
+bool tt_b_while_begin(tt_builder *b, const tt_val *init, int n, tt_val *args) {
+  tt_shape shapes[MAX_CARRIED];
+  for (int i = 0; i < n && i < MAX_CARRIED; i++) shapes[i] = tt_b_shape(b, init[i]);
+  region_frame *f = push_frame(b, TT_OP_WHILE, init, n, shapes, n);
+  if (!f) return false;
+  open_block(b, f, f->outs, n, args);
+  return true;
+}
+
+bool tt_b_while_body(tt_builder *b, tt_val cond, tt_val *args) {
+  region_frame *f = top_frame(b, TT_OP_WHILE);
+  if (f && f->n_blocks != 0) tt_b_fail(b, TT_ERR_RUNTIME, "internal: while body opened twice");
+  if (b->error) return false;
+  tt_shape want = tt_shape_scalar(TT_BOOL);
+  if (!close_block(b, f, &cond, 1, &want)) return false;
+  open_block(b, f, f->outs, f->n_outs, args);
+  return true;
+}
+
+bool tt_b_while_end(tt_builder *b, const tt_val *next, tt_val *results) {
+  region_frame *f = top_frame(b, TT_OP_WHILE);
+  if (f && f->n_blocks != 1) tt_b_fail(b, TT_ERR_RUNTIME, "internal: while ended without a body");
+  if (b->error || !close_block(b, f, next, f->n_outs, f->outs)) {
+    for (int i = 0; f && i < f->n_outs; i++) results[i] = TT_INVALID;
+    return false;
+  }
+  return pop_frame(b, f, results);
+}
+
+bool tt_b_case_begin(tt_builder *b, tt_val index, const tt_shape *outs, int n_outs) {
+  if (valid(b, index)) {
+    tt_shape s = b->values[index].shape;
+    if (s.ndim != 0 || s.dtype != TT_I32) {
+      tt_b_fail(b, TT_ERR_RUNTIME, "internal: case index must be a 0-d i32");
+      return false;
+    }
+  }
+  region_frame *f = push_frame(b, TT_OP_CASE, &index, 1, outs, n_outs);
+  if (!f) return false;
+  open_block(b, f, NULL, 0, NULL);
+  return true;
+}
+
+bool tt_b_case_next(tt_builder *b, const tt_val *vals) {
+  region_frame *f = top_frame(b, TT_OP_CASE);
+  if (!f || !close_block(b, f, vals, f->n_outs, f->outs)) return false;
+  open_block(b, f, NULL, 0, NULL);
+  return true;
+}
+
+bool tt_b_case_end(tt_builder *b, const tt_val *vals, tt_val *results) {
+  region_frame *f = top_frame(b, TT_OP_CASE);
+  if (!f || !close_block(b, f, vals, f->n_outs, f->outs)) {
+    for (int i = 0; f && i < f->n_outs; i++) results[i] = TT_INVALID;
+    return false;
+  }
+  return pop_frame(b, f, results);
 }
 
 /* ------------------------------------------------------------- finish */
@@ -573,6 +829,8 @@ tt_error *tt_b_finish(tt_builder *b, const tt_val *outs, int n_outs, char **text
   for (int i = 0; i < n_outs; i++)
     if (!b->error && !valid(b, outs[i]))
       tt_b_fail(b, TT_ERR_RUNTIME, "internal: invalid program output %d", i);
+  if (!b->error && b->n_frames)
+    tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s left open", tt_op_get(b->frames[b->n_frames - 1].op)->name);
   if (b->error) return tt_b_take_error(b);
   text_buf t = {0};
   char ty[160];

@@ -13,6 +13,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "shlo/op_table.h"
 
 typedef struct {
   tt_dtype dtype;
@@ -56,23 +57,63 @@ tt_val tt_b_param(tt_builder *b, tt_shape shape);
 void tt_b_alias_param(tt_builder *b, int param, int output);
 
 /* ---------------------------------------------------------- generic op */
-/* Emits `%r = "name"(ins...) {attrs} : (in types) -> out type`.
- * attrs may be NULL; it is the text between the braces. */
+/* Emits `%r:n = "name"(ins...) ({region}) {attrs} : (in types) -> (outs)`
+ * for op of the table in shlo/op_table.h, after checking the counts of
+ * operands, results and regions against its row (a mismatch is an internal
+ * error recorded in the builder). attrs may be NULL; it is the text between
+ * the braces. region may be NULL; it is the text between the parentheses
+ * of `({ ... })`, blocks of several regions joined by "}, {". Results are
+ * written to results[0..n_outs). */
+bool tt_b_emit(tt_builder *b, tt_op op, const tt_val *ins, int n_ins, const char *attrs,
+               const char *region, const tt_shape *outs, int n_outs, tt_val *results);
+/* One result, no region. */
+tt_val tt_b_emit1(tt_builder *b, tt_op op, const tt_val *ins, int n_ins, const char *attrs,
+                  tt_shape out);
+/* The same by full name ("stablehlo.gather"): the name is looked up in the
+ * op table, and one it lacks is an internal error. Kept for callers outside
+ * the ops folder; lowerings use the tt_op forms. */
 tt_val tt_b_op(tt_builder *b, const char *name, const tt_val *ins, int n_ins, const char *attrs,
                tt_shape out);
-/* Same with several results and an optional region (text between the
- * parentheses of `({ ... })`). Results are written to results[0..n_outs). */
 bool tt_b_op_multi(tt_builder *b, const char *name, const tt_val *ins, int n_ins,
                    const char *attrs, const char *region, const tt_shape *outs, int n_outs,
                    tt_val *results);
+
+/* ---------------------------------------------------- structured control flow
+ * Region ops are built in steps; each step opens a block whose arguments
+ * are fresh values usable only inside it (a value used outside the block
+ * that defines it is an internal error), and the ops emitted meanwhile go
+ * into that block. The op itself is emitted, into the enclosing block, when
+ * its last block closes. On any error the builder is failed as usual.
+ *
+ * while: carried values init[0..n) (n <= 16):
+ *   tt_b_while_begin(b, init, n, args)   opens the condition; args[0..n)
+ *   tt_b_while_body(b, cond, args)       cond: 0-d bool; opens the body
+ *   tt_b_while_end(b, next, results)     next: n values shaped like init
+ *
+ * case: index a 0-d i32 choosing a branch (out of range: the last one);
+ * every branch returns values of the shapes outs[0..n_outs):
+ *   tt_b_case_begin(b, index, outs, n_outs)   opens branch 0
+ *   tt_b_case_next(b, vals)                    closes it, opens the next
+ *   tt_b_case_end(b, vals, results)            closes the last branch */
+bool tt_b_while_begin(tt_builder *b, const tt_val *init, int n, tt_val *args);
+bool tt_b_while_body(tt_builder *b, tt_val cond, tt_val *args);
+bool tt_b_while_end(tt_builder *b, const tt_val *next, tt_val *results);
+bool tt_b_case_begin(tt_builder *b, tt_val index, const tt_shape *outs, int n_outs);
+bool tt_b_case_next(tt_builder *b, const tt_val *vals);
+bool tt_b_case_end(tt_builder *b, const tt_val *vals, tt_val *results);
 
 /* ------------------------------------------------------------- helpers */
 tt_val tt_b_constant(tt_builder *b, tt_dtype dt, double value);      /* 0-d */
 tt_val tt_b_constant_int(tt_builder *b, tt_dtype dt, int64_t value); /* exact for i64 */
 /* value broadcast to shape */
 tt_val tt_b_full(tt_builder *b, tt_shape shape, double value);
-tt_val tt_b_unary(tt_builder *b, const char *op, tt_val x);             /* "exponential" */
-tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y);  /* same shapes */
+/* Elementwise op of the table on one value, or on two of the same shape. */
+tt_val tt_b_un(tt_builder *b, tt_op op, tt_val x);
+tt_val tt_b_bin(tt_builder *b, tt_op op, tt_val x, tt_val y);
+/* The same by the name after "stablehlo." ("exponential"), looked up in the
+ * op table (unknown: internal error); for callers outside the ops folder. */
+tt_val tt_b_unary(tt_builder *b, const char *op, tt_val x);
+tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y);
 /* direction: EQ NE LT LE GT GE; compare type chosen from the dtype. */
 tt_val tt_b_compare(tt_builder *b, const char *direction, tt_val x, tt_val y);
 tt_val tt_b_select(tt_builder *b, tt_val pred, tt_val on_true, tt_val on_false);
