@@ -6,20 +6,22 @@ typedef struct {
   const char *name;
   const char *mlir;
   size_t size;
+  const char *torch; /* PyTorch's ScalarType name, as its messages print it */
 } dtype_info;
 
 static const dtype_info infos[] = {
-    [TT_BOOL] = {"bool", "i1", 1},      [TT_U8] = {"uint8", "ui8", 1},
-    [TT_I8] = {"int8", "i8", 1},        [TT_I16] = {"int16", "i16", 2},
-    [TT_I32] = {"int32", "i32", 4},     [TT_I64] = {"int64", "i64", 8},
-    [TT_F16] = {"float16", "f16", 2},   [TT_BF16] = {"bfloat16", "bf16", 2},
-    [TT_F32] = {"float32", "f32", 4},   [TT_F64] = {"float64", "f64", 8},
-    [TT_U32] = {"uint32", "ui32", 4},   [TT_U64] = {"uint64", "ui64", 8},
+    [TT_BOOL] = {"bool", "i1", 1, "Bool"},      [TT_U8] = {"uint8", "ui8", 1, "Byte"},
+    [TT_I8] = {"int8", "i8", 1, "Char"},        [TT_I16] = {"int16", "i16", 2, "Short"},
+    [TT_I32] = {"int32", "i32", 4, "Int"},     [TT_I64] = {"int64", "i64", 8, "Long"},
+    [TT_F16] = {"float16", "f16", 2, "Half"},   [TT_BF16] = {"bfloat16", "bf16", 2, "BFloat16"},
+    [TT_F32] = {"float32", "f32", 4, "Float"},   [TT_F64] = {"float64", "f64", 8, "Double"},
+    [TT_U32] = {"uint32", "ui32", 4, "UInt32"},   [TT_U64] = {"uint64", "ui64", 8, "UInt64"},
 };
 _Static_assert(sizeof infos / sizeof infos[0] == TT_DTYPE_COUNT, "dtype table out of date");
 
 size_t tt_dtype_size(tt_dtype dt) { return dt < TT_DTYPE_COUNT ? infos[dt].size : 0; }
 const char *tt_dtype_name(tt_dtype dt) { return dt < TT_DTYPE_COUNT ? infos[dt].name : "invalid"; }
+const char *tt_dtype_torch_name(tt_dtype dt) { return dt < TT_DTYPE_COUNT ? infos[dt].torch : "Unknown"; }
 const char *tt_dtype_mlir(tt_dtype dt) { return dt < TT_DTYPE_COUNT ? infos[dt].mlir : "invalid"; }
 
 bool tt_dtype_is_floating(tt_dtype dt) {

@@ -28,6 +28,7 @@ typedef enum {
 
 size_t tt_dtype_size(tt_dtype dt);
 const char *tt_dtype_name(tt_dtype dt);      /* "float32" */
+const char *tt_dtype_torch_name(tt_dtype dt); /* PyTorch's ScalarType name: "Float", "Long" */
 const char *tt_dtype_mlir(tt_dtype dt);      /* "f32", "i1", "ui8" */
 bool tt_dtype_is_floating(tt_dtype dt);
 bool tt_dtype_is_integral(tt_dtype dt);      /* excludes bool */

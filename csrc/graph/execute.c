@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cache/compile_cache.h"
-#include "core/settings.h"
 #include "graph/core.h"
+#include "graph/explain.h"
 #include "graph/key_buf.h"
 #include "graph/lower_ctx.h"
 #include "graph/region.h"
@@ -125,15 +125,8 @@ static void add_values_to_key(tt_key_buf *k, const int *value_args, int n_value_
 /* ------------------------------------------------------------ build */
 
 static void dump_program(const char *op_name, const char *text) {
-  char dir[2048]; /* leaves room for the file name in path */
-  if (!text || !tt_setting_path_or_default(TT_SETTING_DUMP_DIR, dir, sizeof dir)) return;
   static _Atomic int counter;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%05d_%s.mlir", dir, atomic_fetch_add(&counter, 1), op_name);
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
+  if (text) tt_dump_program_text("", atomic_fetch_add(&counter, 1), op_name, text);
 }
 
 /* Builds the op's program text and plan (not compiled: Fused eager only

@@ -406,15 +406,10 @@ static void region_program_free(void *ptr) {
 }
 
 static void dump_region(const char *text, int n_ops) {
-  char dir[2048]; /* leaves room for the file name in path */
-  if (!tt_setting_path_or_default(TT_SETTING_DUMP_DIR, dir, sizeof dir)) return;
   static _Atomic int counter;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/region_%05d_%dops.mlir", dir, atomic_fetch_add(&counter, 1), n_ops);
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
+  char name[32];
+  snprintf(name, sizeof name, "%dops", n_ops);
+  tt_dump_program_text("region_", atomic_fetch_add(&counter, 1), name, text);
 }
 
 static void explain_region(void) {

@@ -163,23 +163,6 @@ static tt_error *lower_addbmm(tt_lower_ctx *c) {
   return axpby(c, 0, 3, 4, tt_b_dot_general(b, x, y, 0, NULL, NULL, 2, lc, rc, acc), dt);
 }
 
-/* PyTorch's ScalarType name ("Float") for messages. */
-static const char *torch_scalar_name(tt_dtype dt) {
-  switch (dt) {
-    case TT_BOOL: return "Bool";
-    case TT_U8: return "Byte";
-    case TT_I8: return "Char";
-    case TT_I16: return "Short";
-    case TT_I32: return "Int";
-    case TT_I64: return "Long";
-    case TT_F16: return "Half";
-    case TT_BF16: return "BFloat16";
-    case TT_F32: return "Float";
-    case TT_F64: return "Double";
-    default: return tt_dtype_name(dt);
-  }
-}
-
 /* dot(self, tensor); vdot(self, other) (no complex dtypes here) */
 static tt_error *lower_dot(tt_lower_ctx *c) {
   if (!linalg_is_tensor(c, 0) || !linalg_is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
@@ -189,8 +172,8 @@ static tt_error *lower_dot(tt_lower_ctx *c) {
                       x->ndim, y->ndim);
   if (x->dtype != y->dtype)
     return tt_lc_fail(c, TT_ERR_RUNTIME, "%s : expected both vectors to have same dtype, but found %s and %s",
-                      tt_lc_op_name(c)[0] == 'v' ? "vdot" : "dot", torch_scalar_name(x->dtype),
-                      torch_scalar_name(y->dtype));
+                      tt_lc_op_name(c)[0] == 'v' ? "vdot" : "dot", tt_dtype_torch_name(x->dtype),
+                      tt_dtype_torch_name(y->dtype));
   if (x->sizes[0] != y->sizes[0])
     return tt_lc_fail(c, TT_ERR_RUNTIME,
                       "inconsistent tensor size, expected tensor [%" PRId64

@@ -3,6 +3,7 @@
  * of spatial dims (2-d and 3-d registered), and max unpooling. Shared
  * helpers are in linalg_common.c. (Adaptive pooling lives in nn_pool.c.) */
 #include "ops/linalg_common.h"
+#include "ops/nn_common.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -14,24 +15,12 @@
 
 /* Static 1-D constant of small integer values (counts). */
 static tt_val const_vec(tt_builder *b, tt_dtype dt, const double *v, int64_t n) {
-  size_t cap = (size_t)n * 32 + 128, off = 0;
-  char *attrs = malloc(cap);
-  if (!attrs) return tt_b_fail(b, TT_ERR_OUT_OF_MEMORY, "out of host memory");
-  off += (size_t)snprintf(attrs + off, cap - off, "value = dense<[");
-  for (int64_t i = 0; i < n; i++) {
-    if (tt_dtype_is_floating(dt))
-      off += (size_t)snprintf(attrs + off, cap - off, i ? ", %" PRId64 ".0" : "%" PRId64 ".0",
-                              (int64_t)v[i]);
-    else
-      off += (size_t)snprintf(attrs + off, cap - off, i ? ", %" PRId64 : "%" PRId64,
-                              (int64_t)v[i]);
-  }
-  tt_shape s = tt_shape_make(dt, 1, &n);
-  char ty[64];
-  tt_shape_print(&s, ty, sizeof ty);
-  snprintf(attrs + off, cap - off, "]> : %s", ty);
-  tt_val r = tt_b_emit1(b, TT_OP_CONSTANT, NULL, 0, attrs, s);
-  free(attrs);
+  if (tt_dtype_is_floating(dt)) return nn_const_vec_dt(b, dt, v, NULL, n);
+  int64_t *iv = malloc(sizeof *iv * (size_t)(n ? n : 1));
+  if (!iv) return tt_b_fail(b, TT_ERR_OUT_OF_MEMORY, "out of host memory");
+  for (int64_t i = 0; i < n; i++) iv[i] = (int64_t)v[i];
+  tt_val r = nn_const_vec_dt(b, dt, NULL, iv, n);
+  free(iv);
   return r;
 }
 

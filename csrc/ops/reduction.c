@@ -16,23 +16,6 @@
 
 /* ------------------------------------------------------------ helpers */
 
-/* PyTorch's ScalarType name ("Float", "Long") for error messages. */
-static const char *torch_name(tt_dtype dt) {
-  switch (dt) {
-    case TT_BOOL: return "Bool";
-    case TT_U8: return "Byte";
-    case TT_I8: return "Char";
-    case TT_I16: return "Short";
-    case TT_I32: return "Int";
-    case TT_I64: return "Long";
-    case TT_F16: return "Half";
-    case TT_BF16: return "BFloat16";
-    case TT_F32: return "Float";
-    case TT_F64: return "Double";
-    default: return "Unknown";
-  }
-}
-
 /* Broadcasts a reduced value back to the input's shape. */
 static tt_val expand_back(tt_builder *b, tt_val v, const rplan *p) {
   v = tt_b_reshape(b, v, p->ndim, p->kept_dims);
@@ -106,11 +89,11 @@ static tt_error *lower_mean(tt_lower_ctx *c) {
     if (!tt_dtype_is_floating(out))
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                         "mean(): could not infer output dtype. Optional dtype must be either a "
-                        "floating point or complex dtype. Got: %s", torch_name(out));
+                        "floating point or complex dtype. Got: %s", tt_dtype_torch_name(out));
   } else if (!tt_dtype_is_floating(out)) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "mean(): could not infer output dtype. Input dtype must be either a "
-                      "floating point or complex dtype. Got: %s", torch_name(out));
+                      "floating point or complex dtype. Got: %s", tt_dtype_torch_name(out));
   }
   tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_b_convert(b, tt_lc_tensor(c, 0), out), acc);
@@ -135,7 +118,7 @@ static tt_error *extreme(tt_lower_ctx *c, bool is_max, int dim_arg, int keep_arg
   if (dim_arg >= 0 && red_written_dtype(c, &out_dt) && out_dt != r->dtype)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "Expected the dtype for input and out to match, but got %s for input's "
-                      "dtype and %s for out's dtype.", torch_name(r->dtype), torch_name(out_dt));
+                      "dtype and %s for out's dtype.", tt_dtype_torch_name(r->dtype), tt_dtype_torch_name(out_dt));
   tt_val x = tt_lc_tensor(c, 0);
   tt_val v = extreme_reduce(b, x, p.dims, p.n, is_max);
   tt_lc_output(c, red_finish(b, v, &p));
@@ -353,7 +336,7 @@ static tt_error *vector_norm_impl(tt_lower_ctx *c, int dtype_arg) {
   if (!tt_dtype_is_floating(r->dtype))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                      "Got %s", torch_name(r->dtype));
+                      "Got %s", tt_dtype_torch_name(r->dtype));
   tt_dtype out = r->dtype;
   if (dtype_arg >= 0 && tt_lc_kind(c, dtype_arg) == TT_ARG_DTYPE) {
     if (!red_arg_dtype(c, dtype_arg, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
@@ -361,7 +344,7 @@ static tt_error *vector_norm_impl(tt_lower_ctx *c, int dtype_arg) {
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                         "linalg.vector_norm: the dtype of the input (%s) should be convertible "
                         "without narrowing to the specified dtype (%s)",
-                        torch_name(r->dtype), torch_name(out));
+                        tt_dtype_torch_name(r->dtype), tt_dtype_torch_name(out));
   }
   bool ord_none = tt_lc_is_none(c, 1);
   if (!ord_none && tt_lc_kind(c, 1) != TT_ARG_SCALAR) return tt_lc_decline(c, "ord is not a Scalar");
