@@ -112,9 +112,12 @@ test-c: build $(CORE_TESTS)
 # Debug. Files that choose their modes themselves (the persistent cache
 # runs child processes per mode, torch.compile always captures graphs, and
 # Debug's Python dispatch mode makes Dynamo run graphs eagerly) or test
-# mode-independent tools run once.
+# mode-independent tools or capabilities (the floors checker, the settings
+# registry, module conversion) run once.
 RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python/test_disk_cache_cli.py \
-            --ignore=tests/python/test_fused.py --ignore=tests/python/test_compile.py
+            --ignore=tests/python/test_fused.py --ignore=tests/python/test_compile.py \
+            --ignore=tests/python/test_floors.py --ignore=tests/python/test_settings.py \
+            --ignore=tests/python/test_module_conversion.py
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
 	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
