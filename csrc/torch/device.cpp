@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "torch/bridge.h"
+#include "torch/pinned.h"
 
 extern "C" {
 #include "graph/core.h"
@@ -115,7 +116,8 @@ struct TpuHooks final : at::PrivateUse1HooksInterface {
   c10::Device getDeviceFromPtr(void*) const override {
     return c10::Device(c10::DeviceType::PrivateUse1, current_index);
   }
-  bool isPinnedPtr(const void*) const override { return false; }
+  bool isPinnedPtr(const void* ptr) const override { return is_pinned_host_ptr(ptr); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return pinned_host_allocator(); }
   c10::DeviceIndex deviceCount() const override { return device_count_noexcept(); }
   void setCurrentDevice(c10::DeviceIndex d) const override { set_current_device(d); }
   c10::DeviceIndex getCurrentDevice() const override { return current_index; }

@@ -139,3 +139,41 @@ def test_future_overwrite_setting_is_honoured():
         torch.__future__.set_overwrite_module_params_on_conversion(False)
     assert model.wte.weight is not wte
     assert model.wte.weight.device.type == "tpu"
+
+
+# The audit's other paths where PyTorch treats an accelerator's tensors
+# specially: pinned host memory and non_blocking copies. A copy to the CPU
+# with non_blocking=True allocates its destination pinned whenever the
+# source is on the current accelerator, so without a pinned allocator the
+# plain `loss.to("cpu", non_blocking=True)` of training loops raised.
+def test_pin_memory_and_is_pinned():
+    x = torch.randn(5, 7)
+    assert not x.is_pinned()
+    p = x.pin_memory()
+    assert p.is_pinned() and p.device.type == "cpu"
+    assert torch.equal(p, x)
+    assert not p[1:].clone().is_pinned()
+    assert p[1:].is_pinned()  # a view of a pinned storage is pinned
+    assert torch.empty(0).pin_memory().is_pinned() in (True, False)  # 0 bytes: no crash
+
+
+def test_non_blocking_copies_both_ways():
+    x = torch.randn(64, 33)
+    on_tpu = x.to("tpu", non_blocking=True)
+    on_tpu = on_tpu * 2
+    back = on_tpu.to("cpu", non_blocking=True)
+    torch.tpu.synchronize()
+    assert back.is_pinned()
+    torch.testing.assert_close(back, x * 2)
+    pinned_src = x.pin_memory()
+    torch.testing.assert_close(pinned_src.to("tpu", non_blocking=True).cpu(), x)
+
+
+def test_dataloader_pin_memory():
+    data = torch.utils.data.TensorDataset(torch.arange(24.0).reshape(8, 3))
+    loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True)
+    seen = []
+    for (batch,) in loader:
+        assert batch.is_pinned()
+        seen.append(batch.to("tpu", non_blocking=True).sum().item())
+    assert seen == [66.0, 210.0]
