@@ -156,7 +156,7 @@ def test_tiny_llama_beam_search_matches_cpu():
     assert _fallbacks() == {}
 
 
-@pytest.mark.filterwarnings("ignore:.*aten::multinomial is not lowered")
+@pytest.mark.filterwarnings("ignore:.*aten..multinomial is not lowered")
 def test_tiny_llama_sampling_reproducible_under_seed():
     _, dev, prompt = _tiny_llama()
     kw = dict(max_new_tokens=6, min_new_tokens=6, do_sample=True, top_k=20)
