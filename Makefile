@@ -113,7 +113,7 @@ test-c: build $(CORE_TESTS)
 # runs child processes per mode, torch.compile always captures graphs, and
 # Debug's Python dispatch mode makes Dynamo run graphs eagerly) or test
 # mode-independent tools or capabilities (the floors checker, the settings
-# registry, module conversion) run once.
+# registry, module conversion, Hugging Face models) run once.
 RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python/test_disk_cache_cli.py \
             --ignore=tests/python/test_fused.py --ignore=tests/python/test_compile.py \
             --ignore=tests/python/test_floors.py --ignore=tests/python/test_settings.py \
