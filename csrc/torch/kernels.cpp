@@ -208,7 +208,7 @@ bool tpu_equal(const at::Tensor& self, const at::Tensor& other) {
 }
 
 const at::Tensor& tpu_resize_(const at::Tensor& self, c10::IntArrayRef size,
-                              std::optional<c10::MemoryFormat>) {
+                              std::optional<c10::MemoryFormat> memory_format) {
   int64_t numel = 1;
   for (auto s : size) {
     TORCH_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", size);
@@ -221,7 +221,12 @@ const at::Tensor& tpu_resize_(const at::Tensor& self, c10::IntArrayRef size,
     raise_if_error(tt_storage_resize(storage_of(self), needed));
     self.storage().unsafeGetStorageImpl()->set_nbytes(needed);
   }
-  impl->set_sizes_contiguous(size);
+  if (!self.sizes().equals(size)) impl->set_sizes_contiguous(size); /* CPU keeps same-size strides */
+  if (memory_format) { /* as CPU's resize_: restride to the requested layout */
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format",
+                *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
   return self;
 }
 
