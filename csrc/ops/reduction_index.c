@@ -120,6 +120,9 @@ static tt_error *arg_extreme(tt_lower_ctx *c, bool is_max) {
   bool no_dim = tt_lc_is_none(c, 1);
   rplan p;
   if (!red_plan_dims(c, r, no_dim ? -1 : 1, false, keepdim, &p)) return red_builder_error(c);
+  if (no_dim && p.count == 0) /* CPU raises IndexError here, with a shorter message than max() */
+    return tt_lc_fail(c, TT_ERR_INDEX,
+                      "%s(): Expected reduction dim to be specified for input.numel() == 0.", name);
   TT_TRY(red_require_nonempty(c, name, &p, !no_dim));
   tt_val x = tt_lc_tensor(c, 0);
   if (p.n == 0) {
