@@ -414,6 +414,17 @@ static tt_val scan_max_i64(tt_builder *b, tt_val x, int dim) {
 static tt_error *lower_mode(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  /* mode.values: CPU requires values of self's dtype and int64 indices */
+  for (int i = 0, k = 0; i < tt_lc_nargs(c); i++) {
+    const tt_arg *a = tt_lc_arg(c, i);
+    if (!a || !a->written || a->kind != TT_ARG_TENSOR) continue;
+    tt_dtype want = k == 0 ? r->dtype : TT_I64;
+    if (a->u.tensor->dtype != want)
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "expected scalar type '%s' but got '%s' for %s output",
+                        tt_dtype_torch_name(want), tt_dtype_torch_name(a->u.tensor->dtype),
+                        k == 0 ? "values" : "indices");
+    k++;
+  }
   rplan p;
   TT_TRY(one_dim_plan(c, 1, 2, "mode", &p));
   tt_val x = tt_lc_tensor(c, 0);
