@@ -119,3 +119,11 @@ def test_unfold(shape, kw):
     check(lambda x: F.unfold(x, **kw), torch.randn(*shape))
     if shape[0]:
         check(lambda x: F.unfold(x, **kw), torch.randn(*shape[1:]))  # unbatched
+
+
+@pytest.mark.xfail(strict=True, reason="issue 20: histc with a data-derived range (min == max) does not "
+                   "raise for inf/NaN data; needs a host-side aminmax check in the boundary glue")
+def test_histc_non_finite_data_range_raises():
+    for data in ([1.0, float("inf")], [float("-inf"), 0.0], [1.0, float("nan")]):
+        with pytest.raises(RuntimeError, match=r"torch.histc: range of \[.*\] is not finite"):
+            torch.histc(torch.tensor(data, device="tpu"), bins=4)
