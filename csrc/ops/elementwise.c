@@ -407,7 +407,7 @@ static tt_error *lower_where(tt_lower_ctx *c) {
 /* ------------------------------------------------------------ clamp */
 
 /* clamp(self, min, max) as std::min(std::max(x, min), max): a NaN self
- * propagates; a NaN Scalar bound is ignored, a NaN Tensor bound gives NaN. */
+ * propagates, and so does a NaN bound, Scalar or Tensor (PyTorch's rule). */
 static tt_error *clamp_common(tt_lower_ctx *c, int lo_arg, int hi_arg) {
   bool has_lo = lo_arg >= 0 && !is_none(c, lo_arg), has_hi = hi_arg >= 0 && !is_none(c, hi_arg);
   if (!has_lo && !has_hi)
@@ -434,12 +434,12 @@ static tt_error *clamp_common(tt_lower_ctx *c, int lo_arg, int hi_arg) {
   if (has_lo) {
     tt_val lo = tt_operand(c, lo_arg, dt, s.nd, s.dims);
     r = sel(b, cmp(b, "LT", r, lo), lo, r);
-    if (fl && !is_scalar_arg(c, lo_arg)) r = sel(b, isnan_(b, lo), lo, r);
+    if (fl) r = sel(b, isnan_(b, lo), lo, r);
   }
   if (has_hi) {
     tt_val hi = tt_operand(c, hi_arg, dt, s.nd, s.dims);
     r = sel(b, cmp(b, "LT", hi, r), hi, r);
-    if (fl && !is_scalar_arg(c, hi_arg)) r = sel(b, isnan_(b, hi), hi, r);
+    if (fl) r = sel(b, isnan_(b, hi), hi, r);
   }
   tt_lc_output(c, r);
   return NULL;

@@ -146,6 +146,10 @@ static tt_error *var_std(tt_lower_ctx *c, bool is_std, bool with_mean, const cha
                       name);
   rplan p;
   if (!red_plan_dims(c, r, 1, true, tt_lc_bool(c, 3, false), &p)) return red_builder_error(c);
+  /* N - correction <= 0: CPU warns "degrees of freedom is <= 0", which a
+   * lowering cannot; only then is the correction's value read (and keyed) */
+  double corr_value = tt_lc_is_none(c, 2) ? 1.0 : tt_lc_scalar_value(c, 2);
+  if ((double)p.count - corr_value <= 0) return tt_lc_decline(c, "degrees of freedom <= 0 (CPU warns)");
   tt_dtype acc = tt_opmath(r->dtype);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
   tt_val s = reduce_add(b, x, &p);
@@ -203,7 +207,10 @@ static tt_error *all_any(tt_lower_ctx *c, bool is_all) {
   rplan p;
   if (!red_plan_dims(c, r, has_dim ? 1 : -1, false, has_dim && tt_lc_bool(c, 2, false), &p))
     return red_builder_error(c);
-  tt_dtype out = r->dtype == TT_U8 ? TT_U8 : TT_BOOL;
+  tt_dtype out = r->dtype == TT_U8 ? TT_U8 : TT_BOOL, out_dt;
+  if (red_written_dtype(c, &out_dt) && out_dt != TT_BOOL && out_dt != TT_U8) /* as CPU */
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s only supports bool tensor for result, got: %s",
+                      is_all ? "all" : "any", tt_dtype_torch_name(out_dt));
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), TT_BOOL);
   tt_val v = tt_b_reduce(b, x, tt_b_constant(b, TT_BOOL, is_all ? 1 : 0), p.dims, p.n,
                          is_all ? "and" : "or");

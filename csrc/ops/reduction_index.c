@@ -120,6 +120,9 @@ static tt_error *arg_extreme(tt_lower_ctx *c, bool is_max) {
   bool no_dim = tt_lc_is_none(c, 1);
   rplan p;
   if (!red_plan_dims(c, r, no_dim ? -1 : 1, false, keepdim, &p)) return red_builder_error(c);
+  if (no_dim && p.count == 0) /* CPU raises IndexError here, with a shorter message than max() */
+    return tt_lc_fail(c, TT_ERR_INDEX,
+                      "%s(): Expected reduction dim to be specified for input.numel() == 0.", name);
   TT_TRY(red_require_nonempty(c, name, &p, !no_dim));
   tt_val x = tt_lc_tensor(c, 0);
   if (p.n == 0) {
@@ -411,6 +414,17 @@ static tt_val scan_max_i64(tt_builder *b, tt_val x, int dim) {
 static tt_error *lower_mode(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *r = tt_lc_ref(c, 0);
+  /* mode.values: CPU requires values of self's dtype and int64 indices */
+  for (int i = 0, k = 0; i < tt_lc_nargs(c); i++) {
+    const tt_arg *a = tt_lc_arg(c, i);
+    if (!a || !a->written || a->kind != TT_ARG_TENSOR) continue;
+    tt_dtype want = k == 0 ? r->dtype : TT_I64;
+    if (a->u.tensor->dtype != want)
+      return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "expected scalar type '%s' but got '%s' for %s output",
+                        tt_dtype_torch_name(want), tt_dtype_torch_name(a->u.tensor->dtype),
+                        k == 0 ? "values" : "indices");
+    k++;
+  }
   rplan p;
   TT_TRY(one_dim_plan(c, 1, 2, "mode", &p));
   tt_val x = tt_lc_tensor(c, 0);

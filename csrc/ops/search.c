@@ -27,6 +27,14 @@ static tt_val take_rows(tt_builder *b, tt_val x, tt_val pos) {
  * puts them. seq [..., M]: 1-D, or the leading dims of the values. */
 static tt_error *bsearch_impl(tt_lower_ctx *c, int seq_arg, int val_arg, int side_arg, int sorter_arg) {
   tt_builder *b = tt_lc_builder(c);
+  bool out_int32 = tt_lc_bool(c, 2, false);
+  tt_dtype out_dt;
+  if (red_written_dtype(c, &out_dt) && out_dt != (out_int32 ? TT_I32 : TT_I64)) /* as CPU */
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or "
+                      "Long(int64) depending on whether out_int32 flag is True, but we got output "
+                      "tensor's dtype %s and out_int32 flag is %s",
+                      tt_dtype_torch_name(out_dt), out_int32 ? "True" : "False");
   const tt_tensor_ref *s = tt_lc_ref(c, seq_arg);
   if (!s || !s->storage || s->ndim < 1) return tt_lc_decline(c, "boundaries layout");
   const tt_tensor_ref *so = sorter_arg >= 0 && !tt_lc_is_none(c, sorter_arg) ? tt_lc_ref(c, sorter_arg) : NULL;

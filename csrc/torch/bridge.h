@@ -56,4 +56,7 @@ void install_explain_hook();
 // Records and reports CPU fallbacks.
 void count_fallback(const std::string& op);
 
+// The boxed tpu kernel every lowered op goes through (fallback.cpp).
+void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
 }  // namespace torch_tpu

@@ -348,6 +348,8 @@ void refresh_refs(const torch::jit::Stack& stack, size_t begin, std::vector<tt_a
   }
 }
 
+}  // namespace
+
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const OpInfo& info = op_info(op);
@@ -436,8 +438,6 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   torch::jit::drop(*stack, n);
   for (auto& r : returns) stack->push_back(std::move(r));
 }
-
-}  // namespace
 
 void count_fallback(const std::string& op) {
   bool first;

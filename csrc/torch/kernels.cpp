@@ -208,7 +208,7 @@ bool tpu_equal(const at::Tensor& self, const at::Tensor& other) {
 }
 
 const at::Tensor& tpu_resize_(const at::Tensor& self, c10::IntArrayRef size,
-                              std::optional<c10::MemoryFormat>) {
+                              std::optional<c10::MemoryFormat> memory_format) {
   int64_t numel = 1;
   for (auto s : size) {
     TORCH_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", size);
@@ -221,7 +221,12 @@ const at::Tensor& tpu_resize_(const at::Tensor& self, c10::IntArrayRef size,
     raise_if_error(tt_storage_resize(storage_of(self), needed));
     self.storage().unsafeGetStorageImpl()->set_nbytes(needed);
   }
-  impl->set_sizes_contiguous(size);
+  if (!self.sizes().equals(size)) impl->set_sizes_contiguous(size); /* CPU keeps same-size strides */
+  if (memory_format) { /* as CPU's resize_: restride to the requested layout */
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format",
+                *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
   return self;
 }
 
@@ -265,9 +270,27 @@ at::Tensor& tpu_set_empty(at::Tensor& self) {
   return tpu_set_storage(self, std::move(storage), 0, size, stride);
 }
 
+// histc with min == max takes its range from the data; CPU raises when that
+// range is not finite, which a program cannot: check it here (one host read
+// of the data's min and max, only in that case), then run the lowering.
+void tpu_histc(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  auto base = stack->size() - op.schema().arguments().size();
+  const at::Tensor& self = (*stack)[base].toTensor();
+  double lo = (*stack)[base + 2].toScalar().toDouble(), hi = (*stack)[base + 3].toScalar().toDouble();
+  if (lo == hi && self.numel() > 0 && at::isFloatingType(self.scalar_type())) {
+    auto mm = at::aminmax(self);
+    // CPU's own check (and message) on the two extremes
+    at::Tensor ends = at::stack({std::get<0>(mm), std::get<1>(mm)}).cpu();
+    (void)at::histc(ends, (*stack)[base + 1].toInt(), lo, hi);
+  }
+  tpu_fallback(op, stack);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("histc", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
+  m.impl("histc.out", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
   m.impl("empty.memory_format", tpu_empty);
   m.impl("empty_strided", tpu_empty_strided);
   m.impl("as_strided", at::native::as_strided_tensorimpl);

@@ -270,3 +270,22 @@ def test_cauchy_log_normal_geometric_distributions():
     assert (g >= 1).all() and (g == g.round()).all()
     assert abs(g.mean().item() - 1 / 0.3) < 0.05  # mean of Geometric(0.3) on {1, 2, ...}
     assert abs((g == 1).float().mean().item() - 0.3) < 0.01
+
+
+def test_resize_memory_format_strides():
+    """resize_(memory_format=...) restrides like CPU (issue 20); a same-size
+    resize_ keeps the strides; preserve_format raises."""
+    cases = [((2, 3, 32, 32), torch.channels_last), ((2, 3, 4, 5, 6), torch.channels_last_3d),
+             ((2, 3, 4, 5), torch.contiguous_format), ((2, 3), None)]
+    for size, mf in cases:
+        kw = {} if mf is None else {"memory_format": mf}
+        c = torch.empty(0).resize_(*size, **kw)
+        t = torch.empty(0, device="tpu").resize_(*size, **kw)
+        assert t.stride() == c.stride(), (size, mf)
+        t.copy_(torch.arange(t.numel(), dtype=torch.float32).reshape(size))
+        assert torch.equal(t.cpu(), torch.arange(t.numel(), dtype=torch.float32).reshape(size))
+    c = torch.empty(0).resize_(2, 3, 4, 4, memory_format=torch.channels_last).resize_(2, 3, 4, 4)
+    t = torch.empty(0, device="tpu").resize_(2, 3, 4, 4, memory_format=torch.channels_last)
+    assert t.resize_(2, 3, 4, 4).stride() == c.stride()
+    with pytest.raises(RuntimeError, match="Unsupported memory format"):
+        torch.empty(0, device="tpu").resize_(2, 3, memory_format=torch.preserve_format)

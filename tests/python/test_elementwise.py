@@ -204,6 +204,17 @@ def test_clamp():
     check(lambda a, l, h: (a.clamp(l, h), torch.clamp_min(a, l), torch.clamp_max(a, h)), x, lo, hi)
 
 
+def test_clamp_nan_scalar_bound():
+    """A NaN bound, Scalar or Tensor, propagates NaN (issue 20), also in place."""
+    x = torch.tensor([NAN, -3.0, 0.5, 3.0, INF])
+    check(lambda a: (a.clamp(None, NAN), a.clamp(NAN, None), a.clamp(NAN, 2.0),
+                     a.clamp(-1.0, NAN), torch.clamp_min(a, NAN), torch.clamp_max(a, NAN)), x)
+    check(lambda a: (a.clone().clamp_(None, NAN), a.clone().clamp_min_(NAN),
+                     a.clone().clamp_max_(NAN)), x)
+    check(lambda a: torch.clamp(a, NAN, out=torch.empty_like(a)), x)
+    check(lambda a: a.clamp(min=torch.tensor(NAN)), x)
+
+
 def test_clamp_grad():
     check(lambda a: a.clamp(-0.5, 0.5) + torch.clamp_min(a, 0.1), randn(8), grad=True)
     check(lambda a, l, h: a.clamp(l, h), randn(8), randn(8) - 1, randn(8) + 1, grad=True)

@@ -96,6 +96,16 @@ def test_argmax_argmin():
     check(lambda x: x.argmax(), torch.tensor(3.0))
 
 
+@pytest.mark.parametrize("dev", ["cpu", "tpu"])
+def test_argmax_argmin_empty_raise_index_error(dev):
+    """No dim over an empty input raises IndexError like CPU (issue 20)."""
+    for f in (torch.argmax, torch.argmin):
+        with pytest.raises(IndexError, match="Expected reduction dim to be specified"):
+            f(torch.ones(0, 3, device=dev))
+        with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+            f(torch.ones(0, 3, device=dev), 0)
+
+
 # ---------------------------------------------------------------- var / std
 
 def test_var_std():
@@ -105,6 +115,23 @@ def test_var_std():
     check(lambda x: x.var(1), x23(torch.bfloat16))
     check(lambda x: x.var(1), x23(), grad=True)
     check_grad(lambda x: (x.std(1), torch.var_mean(x, (0, 2)), torch.std_mean(x, 1)), x23())
+
+
+def test_var_std_no_degrees_of_freedom_warns():
+    """correction >= N warns like CPU (issue 20) and gives CPU's inf/nan;
+    a valid correction after it stays native."""
+    x = torch.arange(6.0).reshape(3, 2)
+    cases = [lambda a: torch.var(a, 0, correction=3), lambda a: torch.std(a, correction=6.5),
+             lambda a: torch.var_mean(a, 1, correction=2), lambda a: torch.std_mean(a[:1], 0),
+             lambda a: torch.var(a[:, :0], 1)]
+    for f in cases:
+        expected = f(x)
+        with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+            actual = f(x.to("tpu"))
+        for a, e in zip(actual if isinstance(actual, tuple) else (actual,),
+                        expected if isinstance(expected, tuple) else (expected,)):
+            torch.testing.assert_close(a.cpu(), e, equal_nan=True)
+    check(lambda a: (torch.var(a, 0, correction=1), torch.std(a, correction=5)), x)
 
 
 # ---------------------------------------------------------------- logsumexp / all / any
@@ -125,6 +152,19 @@ def test_all_any():
                      torch.any(x, dim=())), x)
     check(lambda x: (x.all(), x.any(1)), torch.tensor([[0, 1], [1, 1]], dtype=torch.uint8))
     check(lambda x: (x.all(0), x.any()), torch.randn(2, 3) > 0)
+
+
+@pytest.mark.parametrize("dev", ["cpu", "tpu"])
+def test_all_any_out_dtype(dev):
+    """out= must be bool or uint8, as on CPU (issue 20)."""
+    x = torch.ones(3, 2, device=dev)
+    for f, name in ((torch.all, "all"), (torch.any, "any")):
+        for args in ((), (0,), ((0, 1),)):
+            out = torch.empty(() if len(args) != 1 or isinstance(args[0], tuple) else 2, device=dev)
+            with pytest.raises(RuntimeError, match=f"{name} only supports bool tensor for result, got: Float"):
+                f(x, *args, out=out)
+    check(lambda a: (torch.all(a, out=torch.empty((), dtype=torch.uint8, device=a.device)),
+                     torch.any(a, 1, out=torch.empty(3, dtype=torch.bool, device=a.device))), torch.ones(3, 2))
 
 
 # ---------------------------------------------------------------- softmax

@@ -65,3 +65,18 @@ def test_isin():
     check(lambda a: torch.isin(a, 3), e)
     x = torch.tensor([1.0, float("nan"), 2.5, -0.0])
     check(lambda a, b: torch.isin(a, b), x, torch.tensor([0.0, float("nan"), 2.5]))
+
+
+@pytest.mark.parametrize("dev", ["cpu", "tpu"])
+def test_bucketize_searchsorted_out_dtype_checked(dev):
+    """out= must be int64, or int32 with out_int32=True, as on CPU (issue 20)."""
+    b, x = torch.tensor([1.0, 2.0, 3.0], device=dev), torch.tensor([0.5, 2.5], device=dev)
+    bad = [(torch.int32, False), (torch.float32, True), (torch.int64, True)]
+    for dt, i32 in bad:
+        for f in (lambda o: torch.bucketize(x, b, out_int32=i32, out=o),
+                  lambda o: torch.searchsorted(b, x, out_int32=i32, out=o)):
+            with pytest.raises(RuntimeError, match="output tensor's dtype is wrong"):
+                f(torch.empty(2, dtype=dt, device=dev))
+    check(lambda s, v: (torch.bucketize(v, s, out_int32=True, out=torch.empty(2, dtype=torch.int32, device=v.device)),
+                        torch.searchsorted(s, v, out=torch.empty(2, dtype=torch.int64, device=v.device))),
+          b.cpu(), x.cpu())

@@ -119,3 +119,17 @@ def test_unfold(shape, kw):
     check(lambda x: F.unfold(x, **kw), torch.randn(*shape))
     if shape[0]:
         check(lambda x: F.unfold(x, **kw), torch.randn(*shape[1:]))  # unbatched
+
+
+def test_histc_non_finite_data_range_raises():
+    """A data-derived range (min == max) that is not finite raises CPU's error
+    (issue 20); finite data stays native, histc.out included."""
+    for data in ([1.0, float("inf")], [float("-inf"), 0.0], [1.0, float("nan")]):
+        for dt in (torch.float32, torch.float64):
+            with pytest.raises(RuntimeError, match=r"torch.histc: range of \[.*\] is not finite"):
+                torch.histc(torch.tensor(data, dtype=dt, device="tpu"), bins=4)
+            with pytest.raises(RuntimeError, match=r"torch.histc: range of \[.*\] is not finite"):
+                torch.histc(torch.tensor(data, dtype=dt, device="tpu"), bins=4, min=2, max=2,
+                            out=torch.empty(4, dtype=dt, device="tpu"))
+    x = torch.tensor([1.0, 2.0, 2.5, 3.0, 3.0])
+    check(lambda a: (torch.histc(a, bins=3), torch.histc(a, 4, 3, 3, out=torch.empty(4, device=a.device))), x)

@@ -61,3 +61,17 @@ def test_mode():
     x = torch.tensor([[1, 2, 2, 3, 3, 0], [5, 5, 5, 1, 1, 1], [4, 3, 2, 1, 0, 9]])
     check(lambda x: torch.mode(x, 1), x)
     check(lambda x: torch.mode(x, 0, keepdim=True), x.float())
+
+
+@pytest.mark.parametrize("dev", ["cpu", "tpu"])
+def test_mode_out_dtypes_checked(dev):
+    """mode's values out must have self's dtype and indices int64, as on CPU (issue 20)."""
+    x = torch.ones(3, device=dev)
+    cases = [((torch.int32, torch.int64), "'Float' but got 'Int' for values"),
+             ((torch.float64, torch.int64), "'Float' but got 'Double' for values"),
+             ((torch.float32, torch.int32), "'Long' but got 'Int' for indices")]
+    for (vd, idt), msg in cases:
+        with pytest.raises(RuntimeError, match=msg):
+            torch.mode(x, out=(torch.empty((), dtype=vd, device=dev), torch.empty((), dtype=idt, device=dev)))
+    check(lambda a: torch.mode(a, out=(torch.empty((), device=a.device),
+                                        torch.empty((), dtype=torch.int64, device=a.device))), x.cpu())
