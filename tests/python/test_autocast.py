@@ -85,10 +85,10 @@ def _ops(dev):
     }
 
 
-# Ops whose CPU autocast policy differs from CUDA's (torch 2.13): CPU autocast
-# has no float32 entry for these (they keep the lower-precision input dtype)
-# or has no lower-precision entry (they stay float32). Filled from the CPU
-# lists and checked below, per autocast dtype.
+# Ops whose CPU autocast policy differs from CUDA's (torch 2.13), as the
+# output dtype shows; checked below for both autocast dtypes. (Not visible in
+# the output dtype: CPU has a float32 entry for cross_entropy_loss, CUDA has
+# none; see the Llama test.)
 CPU_DIFFERS = {
     # CPU: float32 (no lower-precision entry); CUDA/tpu: lower precision
     "mv", "addmv",
@@ -98,6 +98,24 @@ CPU_DIFFERS = {
     # CPU: no promote entry, so index_put refuses the mixed dtypes; CUDA/tpu: float32
     "index_put",
 }
+
+
+def _autocast_kernels(key):
+    ops = set()
+    for op in torch._C._dispatch_get_all_op_names():
+        for line in torch._C._dispatch_dump_table(op).splitlines():
+            if line.startswith(key + ": registered") and "[kernel]" in line:
+                ops.add(op)
+    return ops
+
+
+def test_registered_ops_are_cudas():
+    """Every op with an AutocastCUDA kernel has an AutocastPrivateUse1 one
+    and no other, except CUDA's two cuDNN-only convolutions."""
+    cuda, tpu = _autocast_kernels("AutocastCUDA"), _autocast_kernels("AutocastPrivateUse1")
+    assert cuda - tpu == {"aten::cudnn_convolution", "aten::cudnn_convolution_transpose"}
+    assert tpu - cuda == set()
+    assert len(tpu) > 100
 
 
 def _expected(policy, low):
@@ -160,7 +178,7 @@ def _train(model, dev, idx, tgt, steps, dtype=torch.bfloat16):
     losses = []
     for _ in range(steps):
         opt.zero_grad()
-        with torch.autocast(dev, dtype=dtype):
+        with torch.autocast(dev, dtype=dtype, enabled=dtype != torch.float32):
             _, loss = model(idx.to(dev), tgt.to(dev))
         assert loss.dtype == torch.float32
         loss.backward()
@@ -189,9 +207,9 @@ def test_llama_training_parity_with_cpu_autocast():
     l_tpu, g_tpu = _train(m_tpu, "tpu", idx, tgt, 2)
     assert torch_tpu.debug.fallback_report() == {}, "autocast step fell back to CPU"
     l_cpu, g_cpu = _train(model, "cpu", idx, tgt, 2)
-    l_f32, g_f32 = _train(m_ref, "cpu", idx, tgt, 2, dtype=torch.float32)  # autocast cpu f32 = no-op
+    l_f32, g_f32 = _train(m_ref, "cpu", idx, tgt, 2, dtype=torch.float32)  # autocast off
     for a, b in zip(l_tpu, l_cpu):
-        assert abs(a - b) <= 1e-2 * abs(b), (l_tpu, l_cpu)
+        assert abs(a - b) <= 5e-3 * abs(b), (l_tpu, l_cpu)
     worst = 0.0
     for n in g_cpu:
         scale = g_cpu[n].abs().max().item()
@@ -199,10 +217,10 @@ def test_llama_training_parity_with_cpu_autocast():
         worst = max(worst, d)
         d_tpu32 = (g_tpu[n] - g_f32[n]).abs().max().item() / scale
         d_cpu32 = (g_cpu[n] - g_f32[n]).abs().max().item() / scale
-        assert d <= 5e-2, (n, d)
+        assert d <= 3e-2, (n, d)
         assert d_tpu32 <= 2 * d_cpu32 + 1e-3, (n, d_tpu32, d_cpu32)
     for p, q in zip(m_tpu.parameters(), model.parameters()):
-        assert (p.detach().cpu() - q.detach()).abs().max().item() <= 5e-3
+        assert (p.detach().cpu() - q.detach()).abs().max().item() <= 1e-3
 
 
 def _scaler_run(dev, inject_step, steps=6):
