@@ -269,3 +269,36 @@ def test_grad_scaler_float16_skips_overflow_step():
     assert tpu_trace == cpu_trace
     for a, b in zip(tpu_params, cpu_params):
         torch.testing.assert_close(a, b, atol=2e-3, rtol=2e-3)
+
+
+def _amp_ops(dev):
+    """GradScaler's two ops on edge cases: mixed grad dtypes, a NaN, an
+    inf, found_inf already set, a scale whose growth overflows float32."""
+    out = []
+    for grads, fi0 in [
+        ([torch.tensor([1.0, -3.0]), torch.tensor([[2.0, 4.0]], dtype=torch.float16)], 0.0),
+        ([torch.tensor([1.0, float("nan")], dtype=torch.bfloat16), torch.tensor([2.0])], 0.0),
+        ([torch.tensor([float("-inf"), 1.0])], 0.0),
+        ([torch.tensor([1.0, 2.0])], 1.0),
+        ([torch.tensor(5.0)], 0.0),
+    ]:
+        g = [t.to(dev) for t in grads]
+        fi = torch.full((), fi0).to(dev)
+        torch._amp_foreach_non_finite_check_and_unscale_(g, fi, torch.full((1,), 0.125).to(dev))
+        out.append(([t.cpu() for t in g], fi.cpu()))
+    for scale, tracker, found in [(65536.0, 0, 0.0), (65536.0, 2, 0.0), (3e38, 2, 0.0), (1.0, 1, 1.0),
+                                  (1.0, 1, float("nan"))]:
+        s = torch.full((), scale).to(dev)
+        t = torch.full((), tracker, dtype=torch.int32).to(dev)
+        r = torch._amp_update_scale_(s, t, torch.full((), found).to(dev), 2.0, 0.5, 3)
+        assert r is s
+        out.append((s.cpu(), t.cpu()))
+    return out
+
+
+def test_amp_ops_match_cpu_natively():
+    torch_tpu.debug.reset_fallback_report()
+    tpu = _amp_ops("tpu")
+    assert torch_tpu.debug.fallback_report() == {}
+    cpu = _amp_ops("cpu")
+    torch.testing.assert_close(tpu, cpu, atol=0, rtol=0, equal_nan=True)
