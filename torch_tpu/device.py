@@ -128,3 +128,34 @@ def device_memory_stats() -> dict:
     die inside a region, and parameter updates replace buffers."""
     live, peak = _C._buffer_bytes()
     return {"buffer_bytes": live, "peak_buffer_bytes": peak}
+
+
+# Autocast: torch.autocast("tpu") asks the device module which low-precision
+# dtypes it supports; the cast policy itself is csrc/torch/autocast.cpp.
+def get_amp_supported_dtype() -> list:
+    """Dtypes torch.autocast("tpu", dtype=...) accepts."""
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
+def is_autocast_enabled() -> bool:
+    return torch.is_autocast_enabled("tpu")
+
+
+def set_autocast_enabled(enabled: bool) -> None:
+    torch.set_autocast_enabled("tpu", enabled)
+
+
+def get_autocast_dtype() -> torch.dtype:
+    return torch.get_autocast_dtype("tpu")
+
+
+def set_autocast_dtype(dtype: torch.dtype) -> None:
+    torch.set_autocast_dtype("tpu", dtype)
+
+
+__all__ += ["get_amp_supported_dtype", "is_bf16_supported", "is_autocast_enabled",
+            "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype"]

@@ -485,6 +485,99 @@ static tt_error *lower_fused_sgd(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* ------------------------------------------------------------ amp */
+
+static int64_t ref_numel(const tt_tensor_ref *r) {
+  int64_t n = 1;
+  for (int k = 0; k < r->ndim; k++) n *= r->sizes[k];
+  return n;
+}
+
+/* A one-element float tensor argument (GradScaler's scale, found_inf...). */
+static tt_error *amp_scalar_arg(tt_lower_ctx *c, int i, const char *what, tt_dtype dt) {
+  if (tt_lc_kind(c, i) != TT_ARG_TENSOR) return tt_lc_decline(c, "%s is not a tensor", what);
+  const tt_tensor_ref *r = tt_lc_ref(c, i);
+  if (ref_numel(r) != 1) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s must be a 1-element tensor.", what);
+  if (r->dtype != dt) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s must be a %s tensor.", what, tt_dtype_name(dt));
+  return NULL;
+}
+
+/* |x| < inf: false for inf and NaN (a bool tensor like x) */
+static tt_val is_finite_val(tt_builder *b, tt_val x) {
+  return tt_b_compare(b, "LT", tt_b_un(b, TT_OP_ABS, x), tt_full_like(b, x, INFINITY));
+}
+
+static tt_val amp_read0(tt_lower_ctx *c, int i) { /* the one element, 0-d */
+  return tt_b_reshape(tt_lc_builder(c), tt_lc_tensor(c, i), 0, NULL);
+}
+
+static tt_val amp_like(tt_lower_ctx *c, int i, tt_val v0) { /* back to argument i's shape */
+  const tt_tensor_ref *r = tt_lc_ref(c, i);
+  return tt_b_reshape(tt_lc_builder(c), v0, r->ndim, r->sizes);
+}
+
+/* _amp_foreach_non_finite_check_and_unscale_(self[], found_inf, inv_scale),
+ * as ATen's CPU kernel: each grad becomes grad * inv_scale (in its opmath
+ * dtype); found_inf becomes 1 if any element of any grad is inf or NaN and
+ * is otherwise left as it was. */
+static tt_error *lower_amp_unscale(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  TT_TRY(amp_scalar_arg(c, 1, "found_inf", TT_F32));
+  TT_TRY(amp_scalar_arg(c, 2, "inv_scale", TT_F32));
+  int n = tt_lc_list_len(c, 0);
+  tt_val inv = amp_read0(c, 2), flag = TT_INVALID;
+  tt_val out[n > 0 ? n : 1];
+  for (int j = 0; j < n; j++) {
+    const tt_tensor_ref *r = tt_lc_list_ref(c, 0, j);
+    if (!r || !tt_dtype_is_floating(r->dtype)) return tt_lc_decline(c, "a grad that is not a float tensor");
+    tt_dtype ct = tt_opmath(r->dtype);
+    tt_val x = read_elem(c, 0, j, ct);
+    int64_t dims[TT_MAX_DIMS];
+    for (int k = 0; k < r->ndim; k++) dims[k] = k;
+    tt_val bad = tt_b_convert(b, tt_b_un(b, TT_OP_NOT, is_finite_val(b, x)), TT_F32);
+    tt_val any = tt_reduce_max(b, bad, dims, r->ndim);
+    flag = j == 0 ? any : tt_b_bin(b, TT_OP_MAXIMUM, flag, any);
+    out[j] = tt_b_bin(b, TT_OP_MULTIPLY, x, bcast(b, tt_b_convert(b, inv, ct), x));
+  }
+  for (int j = 0; j < n; j++) tt_lc_output(c, out[j]);
+  if (n == 0) {
+    tt_lc_output_unchanged(c);
+    return NULL;
+  }
+  tt_val found = tt_b_compare(b, "GT", flag, tt_b_constant(b, TT_F32, 0));
+  tt_lc_output(c, amp_like(c, 1, tt_b_select(b, found, tt_b_constant(b, TT_F32, 1), amp_read0(c, 1))));
+  return NULL;
+}
+
+/* _amp_update_scale_(self, growth_tracker, found_inf, growth_factor,
+ * backoff_factor, growth_interval), as ATen's CPU kernel: on found_inf the
+ * scale is multiplied by backoff_factor and the tracker reset; otherwise
+ * the tracker counts up, and when it reaches growth_interval the scale is
+ * multiplied by growth_factor (kept only if finite) and the tracker reset.
+ * The products are taken in f64 and rounded to f32, as float * double. */
+static tt_error *lower_amp_update_scale(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  TT_TRY(amp_scalar_arg(c, 0, "current_scale", TT_F32));
+  TT_TRY(amp_scalar_arg(c, 1, "growth_tracker", TT_I32));
+  TT_TRY(amp_scalar_arg(c, 2, "found_inf", TT_F32));
+  double growth = tt_lc_double(c, 3, 2.0), backoff = tt_lc_double(c, 4, 0.5);
+  int64_t interval = tt_lc_int(c, 5, 2000);
+  tt_val s = amp_read0(c, 0), gt = amp_read0(c, 1), fi = amp_read0(c, 2);
+  tt_val found = tt_b_compare(b, "NE", fi, tt_b_constant(b, TT_F32, 0));
+  tt_val s64 = tt_b_convert(b, s, TT_F64);
+  tt_val backed = tt_b_convert(b, tt_b_bin(b, TT_OP_MULTIPLY, s64, tt_b_constant(b, TT_F64, backoff)), TT_F32);
+  tt_val grown = tt_b_convert(b, tt_b_bin(b, TT_OP_MULTIPLY, s64, tt_b_constant(b, TT_F64, growth)), TT_F32);
+  grown = tt_b_select(b, is_finite_val(b, grown), grown, s);
+  tt_val succ = tt_b_convert(b, tt_b_bin(b, TT_OP_ADD, tt_b_convert(b, gt, TT_I64), tt_b_constant_int(b, TT_I64, 1)), TT_I64);
+  tt_val hit = tt_b_compare(b, "EQ", succ, tt_b_constant_int(b, TT_I64, interval));
+  tt_val zero = tt_b_constant_int(b, TT_I32, 0);
+  tt_val new_s = tt_b_select(b, found, backed, tt_b_select(b, hit, grown, s));
+  tt_val new_gt = tt_b_select(b, found, zero, tt_b_select(b, hit, zero, tt_b_convert(b, succ, TT_I32)));
+  tt_lc_output(c, amp_like(c, 0, new_s));
+  tt_lc_output(c, amp_like(c, 1, new_gt));
+  return NULL;
+}
+
 TT_LOWERINGS(optim) = {
     {lower_foreach, {"_foreach_add.Scalar", "_foreach_add.Scalar_out", "_foreach_add.List", "_foreach_add.List_out", "_foreach_add.ScalarList", "_foreach_add.ScalarList_out", "_foreach_add.Tensor", "_foreach_add.Tensor_out"}},
     {lower_foreach, {"_foreach_add_.Scalar", "_foreach_add_.List", "_foreach_add_.ScalarList", "_foreach_add_.Tensor"}},
@@ -523,5 +616,7 @@ TT_LOWERINGS(optim) = {
     {lower_fused_adam, {"_fused_adam_", "_fused_adam_.tensor_lr"}},
     {lower_fused_adamw, {"_fused_adamw_", "_fused_adamw_.tensor_lr"}},
     {lower_fused_sgd, {"_fused_sgd_", "_fused_sgd_.tensor_lr"}},
+    {lower_amp_unscale, {"_amp_foreach_non_finite_check_and_unscale_"}},
+    {lower_amp_update_scale, {"_amp_update_scale_"}},
     {NULL, {NULL}},
 };
