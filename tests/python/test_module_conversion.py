@@ -6,6 +6,9 @@ new Parameters, which unties shared weights (a tied lm_head then gets its
 own copy and its gradient no longer reaches the embedding) and orphans any
 optimizer built before the move."""
 import copy
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -119,12 +122,39 @@ def test_dtype_conversion_on_tpu_keeps_parameters():
 
 
 def test_to_second_device_keeps_parameters():
+    # A second device needs the CPU plugin started with two: run in a child
+    # process when this one has a single device.
     if torch.tpu.device_count() < 2:
-        pytest.skip("needs TORCH_TPU_NUM_DEVICES >= 2")
+        env = dict(os.environ, TORCH_TPU_NUM_DEVICES="2")
+        code = ("import torch, torch_tpu, sys; sys.path.insert(0, %r); "
+                "import test_module_conversion as t; t.test_to_second_device_keeps_parameters(); "
+                "print('ok')" % os.path.dirname(os.path.abspath(__file__)))
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+        return
     model = Tied().to("tpu:0")
     wte = model.wte.weight
     model.to("tpu:1")
-    assert model.head.weight is wte and wte.device == torch.device("tpu:1")
+    assert model.head.weight is model.wte.weight is wte
+    assert wte.device == torch.device("tpu:1")
+    ids = torch.randint(0, 11, (2, 3))
+    _loss(model, ids, "tpu:1").backward()
+    assert wte.grad.device == torch.device("tpu:1")
+
+
+def test_swap_setting_keeps_parameter_objects():
+    # torch.__future__.set_swap_module_params_on_conversion(True) swaps the
+    # contents of each Parameter (torch.utils.swap_tensors) instead of .data.
+    model = Tied()
+    wte = model.wte.weight
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        model.to("tpu")
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(False)
+    assert model.head.weight is model.wte.weight is wte
+    assert wte.device.type == "tpu"
 
 
 def test_future_overwrite_setting_is_honoured():
