@@ -97,3 +97,46 @@ def run_python(code, env=None, timeout=300):
     if proc.returncode != 0:
         raise AssertionError(f"child failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     return proc.stdout
+
+
+# ------------------------------------------------------------ family checks
+# Shared by the reduction and scan tests.
+# Ops of other families that some backward formulas call; until they are
+# lowered, grad tests may let exactly these run on CPU.
+OTHER_FAMILIES = {"div.out", "div.Tensor", "div.Scalar", "eq.Tensor_out", "eq.Scalar_out",
+                  "masked_fill_.Scalar", "scatter.src_out", "flip", "sgn.out", "abs.out", "nonzero", "isnan",
+                  "masked_fill_.Tensor", "logical_and.out", "logical_or_.default"}
+
+
+def check_reduction_grad(fn, *inputs, **kw):
+    """check(grad=True) allowing only OTHER_FAMILIES ops to fall back."""
+    check(fn, *inputs, grad=True, native=False, **kw)
+    report = torch_tpu.debug.fallback_report()
+    assert set(report) <= OTHER_FAMILIES, f"reduction ops fell back to CPU: {report}"
+
+
+def x23(dtype=torch.float32):
+    return torch.randn(2, 3, 4).to(dtype)
+
+
+def ints():
+    return torch.randint(-5, 6, (3, 4))
+
+
+# Shared by the linalg, conv and pool tests (one lowering family until the
+# tests were split by capability).
+# Ops this family lowers; the tests assert none of them fell back. Other
+# families' ops (sum for broadcast gradients...) may still fall back until
+# they are lowered, so the tests don't require those to be native.
+MINE = {"mm", "bmm", "addmm", "addmm_", "baddbmm", "baddbmm_", "addbmm", "addbmm_", "dot", "mv",
+        "addmv", "addmv_", "convolution", "convolution_backward", "convolution_overrideable",
+        "convolution_backward_overrideable", "max_pool2d_with_indices",
+        "max_pool2d_with_indices_backward", "avg_pool2d", "avg_pool2d_backward",
+        "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward"}
+
+
+def check_linalg_family(fn, *inputs, **kw):
+    out = check(fn, *inputs, native=False, **kw)
+    mine = {k: v for k, v in torch_tpu.debug.fallback_report().items() if k.split(".")[0] in MINE}
+    assert not mine, f"linalg ops fell back to CPU: {mine}"
+    return out

@@ -5,24 +5,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_tpu
-from harness import check
-
-
-# Ops this family lowers; the tests assert none of them fell back. Other
-# families' ops (sum for broadcast gradients...) may still fall back until
-# they are lowered, so the tests don't require those to be native.
-MINE = {"mm", "bmm", "addmm", "addmm_", "baddbmm", "baddbmm_", "addbmm", "addbmm_", "dot", "mv",
-        "addmv", "addmv_", "convolution", "convolution_backward", "convolution_overrideable",
-        "convolution_backward_overrideable", "max_pool2d_with_indices",
-        "max_pool2d_with_indices_backward", "avg_pool2d", "avg_pool2d_backward",
-        "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward"}
-
-
-def check_mine(fn, *inputs, **kw):
-    out = check(fn, *inputs, native=False, **kw)
-    mine = {k: v for k, v in torch_tpu.debug.fallback_report().items() if k.split(".")[0] in MINE}
-    assert not mine, f"linalg ops fell back to CPU: {mine}"
-    return out
+from harness import check, check_linalg_family as check_mine
 
 
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),

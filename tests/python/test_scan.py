@@ -4,29 +4,7 @@ import pytest
 import torch
 
 import torch_tpu
-from harness import check
-
-
-# Ops of other families that some backward formulas call; until they are
-# lowered, grad tests may let exactly these run on CPU.
-OTHER_FAMILIES = {"div.out", "div.Tensor", "div.Scalar", "eq.Tensor_out", "eq.Scalar_out",
-                  "masked_fill_.Scalar", "scatter.src_out", "flip", "sgn.out", "abs.out", "nonzero", "isnan",
-                  "masked_fill_.Tensor", "logical_and.out", "logical_or_.default"}
-
-
-def check_grad(fn, *inputs, **kw):
-    """check(grad=True) allowing only OTHER_FAMILIES ops to fall back."""
-    check(fn, *inputs, grad=True, native=False, **kw)
-    report = torch_tpu.debug.fallback_report()
-    assert set(report) <= OTHER_FAMILIES, f"reduction ops fell back to CPU: {report}"
-
-
-def x23(dtype=torch.float32):
-    return torch.randn(2, 3, 4).to(dtype)
-
-
-def ints():
-    return torch.randint(-5, 6, (3, 4))
+from harness import check, check_reduction_grad as check_grad, ints, x23
 
 
 NAN = float("nan")
