@@ -16,6 +16,7 @@
 #include "graph/strict.h"
 #include "graph/storage.h"
 #include "graph/value_args.h"
+#include "graph/view.h"
 
 static _Atomic uint64_t n_run, n_declined, n_missing;
 
@@ -48,7 +49,10 @@ static void key_tensor(tt_key_buf *k, const tt_tensor_ref *r, tt_storage ***seen
   TT_KEY_VAL(k, (uint8_t)1);
   tt_key_put(k, r->sizes, sizeof(int64_t) * (size_t)r->ndim);
   tt_key_put(k, r->strides, sizeof(int64_t) * (size_t)r->ndim);
-  TT_KEY_VAL(k, r->offset);
+  /* the offset's class, not its value: views at nonzero offsets read them
+   * at run time (graph/view.h), and offset 0 keeps its own programs */
+  size_t item = tt_dtype_size(r->dtype);
+  TT_KEY_VAL(k, tt_view_offset_class(r, item ? (int64_t)(r->storage->nbytes / item) : 0));
   TT_KEY_VAL(k, (uint64_t)r->storage->nbytes);
   TT_KEY_VAL(k, alias_index(*seen, *n_seen, r->storage));
   if (*n_seen == *cap_seen) {

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "core/settings.h"
+#include "graph/storage.h"
+#include "graph/view.h"
 
 static _Atomic int enabled = -1; /* -1: not yet read from the environment */
 static void (*_Atomic hook)(const char *message);
@@ -82,7 +84,11 @@ static void put_tensor(sink *s, const tt_tensor_ref *r) {
   if (r->storage && (!contiguous || r->offset)) {
     put(s, " strides(");
     for (int d = 0; d < r->ndim; d++) put(s, d ? ",%" PRId64 : "%" PRId64, r->strides[d]);
-    put(s, ") offset %" PRId64, r->offset);
+    /* a runtime offset is not part of the program: say so, not its value */
+    size_t item = tt_dtype_size(r->dtype);
+    int64_t numel = item ? (int64_t)(tt_storage_nbytes(r->storage) / item) : 0;
+    if (tt_view_offset_class(r, numel) == TT_VIEW_OFFSET_DYNAMIC) put(s, ") offset runtime");
+    else put(s, ") offset %" PRId64, r->offset);
   }
 }
 

@@ -32,6 +32,7 @@ struct tt_lower_ctx {
   storage_slot *slots;
   int n_slots, cap_slots;
   tt_val *read_cache; /* per (arg, elem) flattened; TT_INVALID until read */
+  tt_val *offset_cache; /* per (arg, elem): its runtime offset, TT_INVALID until needed */
   int *read_base;     /* offset of arg i in read_cache */
   tt_param_plan *params;
   int n_params, cap_params;
@@ -192,6 +193,19 @@ static int read_index(const tt_lower_ctx *c, int i, int j) {
   return c->read_base[i] + (j < 0 ? 0 : j);
 }
 
+/* The runtime offset of view (i, j) of a storage of storage_numel elements
+ * (one parameter per argument, shared by its read and its write), or
+ * TT_INVALID when the program bakes the offset in (tt_view_offset_class). */
+static tt_val offset_value(tt_lower_ctx *c, const tt_tensor_ref *r, int i, int j,
+                           int64_t storage_numel) {
+  if (tt_view_offset_class(r, storage_numel) != TT_VIEW_OFFSET_DYNAMIC || tt_view_numel(r) == 0)
+    return TT_INVALID;
+  int ri = read_index(c, i, j);
+  if (c->offset_cache[ri] == TT_INVALID)
+    c->offset_cache[ri] = add_param(c, TT_PARAM_OFFSET, i, j, TT_I64, tt_shape_scalar(TT_I64));
+  return c->offset_cache[ri];
+}
+
 static tt_val read_tensor(tt_lower_ctx *c, const tt_tensor_ref *r, int i, int j) {
   if (!r) return tt_b_fail(c->b, TT_ERR_RUNTIME, "internal: argument %d is not a tensor", i);
   int ri = read_index(c, i, j);
@@ -202,7 +216,7 @@ static tt_val read_tensor(tt_lower_ctx *c, const tt_tensor_ref *r, int i, int j)
   } else {
     storage_slot *s = slot_for(c, r, i, j);
     if (!s) return TT_INVALID;
-    v = tt_view_read(c->b, s->flat, r);
+    v = tt_view_read(c->b, s->flat, r, offset_value(c, r, i, j, s->numel));
   }
   c->read_cache[ri] = v;
   return v;
@@ -309,6 +323,7 @@ static void ctx_free(tt_lower_ctx *c) {
   tt_builder_free(c->b);
   free(c->slots);
   free(c->read_cache);
+  free(c->offset_cache);
   free(c->read_base);
   free(c->params);
   free(c->results);
@@ -363,7 +378,7 @@ static tt_error *write_destination(tt_lower_ctx *c, tt_program *p, int arg, int 
   if (s && s->dtype != r->dtype)
     return tt_error_new(TT_ERR_NOT_IMPLEMENTED, "write through a view of another dtype");
   tt_val base = s ? s->current : TT_INVALID;
-  tt_val fresh = tt_view_write(c->b, base, r, numel, v);
+  tt_val fresh = tt_view_write(c->b, base, r, numel, v, offset_value(c, r, arg, elem, numel));
   if (s) {
     s->current = fresh;
     return NULL; /* emitted once per storage at the end */
@@ -467,9 +482,10 @@ static tt_error *ctx_init(tt_lower_ctx *c, const char *op_name, tt_arg *args, in
     total += args[i].kind == TT_ARG_TENSOR_LIST ? (args[i].count > 0 ? args[i].count : 1) : 1;
   }
   c->read_cache = malloc((size_t)(total ? total : 1) * sizeof *c->read_cache);
-  if (!c->b || !c->read_base || !c->read_cache)
+  c->offset_cache = malloc((size_t)(total ? total : 1) * sizeof *c->offset_cache);
+  if (!c->b || !c->read_base || !c->read_cache || !c->offset_cache)
     return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory lowering %s", op_name);
-  for (int i = 0; i < total; i++) c->read_cache[i] = TT_INVALID;
+  for (int i = 0; i < total; i++) c->read_cache[i] = c->offset_cache[i] = TT_INVALID;
   return NULL;
 }
 

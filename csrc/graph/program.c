@@ -30,6 +30,12 @@ const tt_tensor_ref *tt_plan_ref(const tt_arg *args, int arg, int elem) {
 /* Host bytes of a scalar argument converted to dt. */
 void tt_param_scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned char out[8]) {
   const tt_arg *a = &args[pp->arg];
+  if (pp->kind == TT_PARAM_OFFSET) {
+    memset(out, 0, 8);
+    int64_t offset = tt_plan_ref(args, pp->arg, pp->elem)->offset;
+    memcpy(out, &offset, sizeof offset); /* little-endian i64 */
+    return;
+  }
   double f = 0;
   int64_t i = 0;
   bool is_float = false;

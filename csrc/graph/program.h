@@ -12,6 +12,8 @@ typedef enum {
   TT_PARAM_STORAGE, /* the flat buffer of tensor (arg, elem)'s storage */
   TT_PARAM_SCALAR,  /* Scalar arg (elem for Scalar[]; CPU scalar tensor) as dtype */
   TT_PARAM_RNG,     /* fresh u64[2] PHILOX state */
+  TT_PARAM_OFFSET,  /* tensor (arg, elem)'s storage offset as an i64 scalar
+                       (views whose offset is a runtime value, graph/view.h) */
 } tt_param_kind;
 
 typedef struct {
@@ -55,7 +57,7 @@ void tt_program_free(void *program);
 
 /* The tensor that plan entry (arg, elem) names. */
 const tt_tensor_ref *tt_plan_ref(const tt_arg *args, int arg, int elem);
-/* Host bytes (little-endian, pp->dtype) of scalar parameter pp. */
+/* Host bytes (little-endian, pp->dtype) of scalar or offset parameter pp. */
 void tt_param_scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned char out[8]);
 
 /* The new tensors an op made, and the out= destinations it asks the caller

@@ -224,7 +224,8 @@ tt_error *tt_program_deserialize(tt_runtime *rt, const void *blob, size_t len, t
   for (int i = 0; i < p->n_params && !r.bad; i++) {
     tt_param_plan *pp = &p->params[i];
     int kind = r_i32(&r);
-    check(&r, kind == TT_PARAM_STORAGE || kind == TT_PARAM_SCALAR || kind == TT_PARAM_RNG,
+    check(&r, kind == TT_PARAM_STORAGE || kind == TT_PARAM_SCALAR || kind == TT_PARAM_RNG ||
+              kind == TT_PARAM_OFFSET,
           "bad parameter kind");
     pp->kind = (tt_param_kind)kind;
     pp->arg = r_i32(&r);

@@ -321,7 +321,7 @@ tt_error *tt_region_record(const char *op_name, tt_lower_fn fn, tt_program *plan
 
       if (k < 0) k = new_slot(s, pp->dtype, storage_numel(s, pp->dtype), true);
       TT_KEY_VAL(&R.key, (int32_t)k);
-    } else if (pp->kind == TT_PARAM_SCALAR) {
+    } else if (pp->kind == TT_PARAM_SCALAR || pp->kind == TT_PARAM_OFFSET) {
       tt_param_scalar_bytes(args, pp, pv->bytes);
     } else {
       uint64_t state[2];

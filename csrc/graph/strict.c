@@ -79,7 +79,7 @@ static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *r
                            "Expected all tensors to be on the same device, but found at least "
                            "two devices, tpu:%d and tpu:%d!", device, r->storage->device);
       else err = tt_storage_ensure(r->storage, pp->dtype, &in[i]);
-    } else if (pp->kind == TT_PARAM_SCALAR) {
+    } else if (pp->kind == TT_PARAM_SCALAR || pp->kind == TT_PARAM_OFFSET) {
       unsigned char bytes[8];
       tt_param_scalar_bytes(args, pp, bytes);
       err = tt_core_upload_scalar(device, pp->dtype, bytes, &owned[i]);
