@@ -32,6 +32,10 @@ torch._register_device_module("tpu", _device_module)
 torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
 
+from . import _printing  # noqa: E402
+
+_printing.install()  # tensor contents are formatted from one host copy
+
 from . import debug  # noqa: E402,F401
 from . import compile  # noqa: E402,F401  (registers the torch.compile backend "tpu")
 
