@@ -16,7 +16,7 @@
 #include "graph/strict.h"
 #include "graph/storage.h"
 #include "graph/value_args.h"
-#include "graph/view.h"
+#include "graph/view_layout.h"
 
 static _Atomic uint64_t n_run, n_declined, n_missing;
 

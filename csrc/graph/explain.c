@@ -10,7 +10,7 @@
 
 #include "core/settings.h"
 #include "graph/storage.h"
-#include "graph/view.h"
+#include "graph/view_layout.h"
 
 static _Atomic int enabled = -1; /* -1: not yet read from the environment */
 static void (*_Atomic hook)(const char *message);

@@ -4,35 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int64_t tt_view_numel(const tt_tensor_ref *ref) {
-  int64_t n = 1;
-  for (int i = 0; i < ref->ndim; i++) n *= ref->sizes[i];
-  return n;
-}
-
-bool tt_view_is_contiguous(const tt_tensor_ref *ref) {
-  int64_t expected = 1;
-  for (int i = ref->ndim - 1; i >= 0; i--) {
-    if (ref->sizes[i] == 1) continue;
-    if (ref->strides[i] != expected) return false;
-    expected *= ref->sizes[i];
-  }
-  return true;
-}
-
-bool tt_view_covers(const tt_tensor_ref *ref, int64_t storage_numel) {
-  return ref->offset == 0 && tt_view_numel(ref) == storage_numel && tt_view_is_contiguous(ref);
-}
-
-int64_t tt_view_span(const tt_tensor_ref *ref) {
-  int64_t span = 1;
-  for (int i = 0; i < ref->ndim; i++) {
-    if (ref->sizes[i] == 0) return 0;
-    span += (ref->sizes[i] - 1) * ref->strides[i];
-  }
-  return span;
-}
-
 /* Linear storage index of every element of the view: offset + sum(i_k*s_k),
  * as an i64 tensor of the view's shape. offset: a runtime i64 scalar, or
  * TT_INVALID for ref->offset. */
@@ -65,59 +36,13 @@ static tt_val gather_flat(tt_builder *b, tt_val flat, const tt_tensor_ref *ref, 
 }
 
 /* ------------------------------------------------------------ grid reads
- *
- * A view whose dims, sorted by stride, nest (each stride a multiple of the
- * next, windows not overlapping) is a strided slice of the storage laid out
- * as a grid: dim i of the grid holds extent[i] elements base[i] apart, and
- * the view takes need[i] of them, step[i] apart, from first[i]. */
-
-typedef struct {
-  int nk; /* dims with more than one element and a nonzero stride */
-  int kept[TT_MAX_DIMS];
-  int64_t base[TT_MAX_DIMS], step[TT_MAX_DIMS], extent[TT_MAX_DIMS], need[TT_MAX_DIMS];
-} grid_plan;
-
-/* The grid of the view's layout (its offset aside); false when the layout
- * needs a gather. */
-static bool grid_plan_make(const tt_tensor_ref *ref, grid_plan *g) {
-  int *kept = g->kept, nk = 0;
-  for (int i = 0; i < ref->ndim; i++) {
-    if (ref->sizes[i] == 1 || ref->strides[i] == 0) continue;
-    if (ref->strides[i] < 0) return false;
-    kept[nk++] = i;
-  }
-  g->nk = nk;
-  /* sort kept dims by stride, descending (insertion sort; ndim <= 8) */
-  for (int i = 1; i < nk; i++)
-    for (int j = i; j > 0 && ref->strides[kept[j]] > ref->strides[kept[j - 1]]; j--) {
-      int t = kept[j];
-      kept[j] = kept[j - 1];
-      kept[j - 1] = t;
-    }
-  /* need[i]: elements of grid dim i the view touches */
-  for (int i = 0; i < nk; i++) {
-    int64_t s = ref->strides[kept[i]];
-    g->base[i] = (i == nk - 1) ? 1 : s;
-    g->step[i] = (i == nk - 1) ? s : 1;
-    g->need[i] = (ref->sizes[kept[i]] - 1) * g->step[i] + 1;
-  }
-  for (int i = 0; i < nk; i++) {
-    if (i == 0) {
-      g->extent[i] = ref->sizes[kept[i]] * g->step[i];
-      if (g->extent[i] < g->need[i]) g->extent[i] = g->need[i];
-    } else {
-      if (g->base[i - 1] % g->base[i] != 0) return false;
-      g->extent[i] = g->base[i - 1] / g->base[i];
-      if (g->extent[i] < g->need[i]) return false; /* overlapping windows */
-    }
-  }
-  return true;
-}
+ * (tt_view_grid, view_layout.h): the view takes need[i] elements of grid
+ * dim i, step[i] apart, from first[i]. */
 
 /* v, the grid (starting at the view's first row), to the view: the strided
  * slice from first[], then the transpose from stride order back to dim
  * order and the broadcast over the dims left out of the grid. */
-static tt_val grid_finish(tt_builder *b, tt_val v, const tt_tensor_ref *ref, const grid_plan *g,
+static tt_val grid_finish(tt_builder *b, tt_val v, const tt_tensor_ref *ref, const tt_view_grid *g,
                           const int64_t *first) {
   int nk = g->nk;
   int64_t s0[TT_MAX_DIMS] = {0}, s1[TT_MAX_DIMS] = {0}, s2[TT_MAX_DIMS] = {0};
@@ -144,8 +69,8 @@ static tt_val grid_finish(tt_builder *b, tt_val v, const tt_tensor_ref *ref, con
  * failing the builder) when the layout needs a gather. */
 static tt_val strided_read_fast(tt_builder *b, tt_val flat, const tt_tensor_ref *ref) {
   int64_t storage_numel = tt_b_shape(b, flat).dims[0];
-  grid_plan g;
-  if (!grid_plan_make(ref, &g)) return TT_INVALID;
+  tt_view_grid g;
+  if (!tt_view_grid_make(ref, &g)) return TT_INVALID;
   int nk = g.nk;
   int64_t span = nk ? g.extent[0] * g.base[0] : 1;
   int64_t start = ref->offset;
@@ -243,38 +168,12 @@ tt_val tt_view_write(tt_builder *b, tt_val flat, const tt_tensor_ref *ref, int64
  * runtime value only where every start stays inside its dim, so
  * dynamic_slice's clamping of the starts never moves the view. */
 
-/* The grid starts of a view at `offset` of a storage of storage_numel
- * elements laid out as rows of base[0]; false if the view leaves its grid. */
-static bool grid_starts_fit(const grid_plan *g, int64_t offset, int64_t storage_numel) {
-  if (g->nk == 0) return true;
-  int64_t rows = (storage_numel + g->base[0] - 1) / g->base[0];
-  if (offset / g->base[0] + g->need[0] > rows) return false;
-  int64_t rest = offset % g->base[0];
-  for (int i = 1; i < g->nk; i++) {
-    if (rest / g->base[i] + g->need[i] > g->extent[i]) return false;
-    rest %= g->base[i];
-  }
-  return true;
-}
-
-int64_t tt_view_offset_class(const tt_tensor_ref *ref, int64_t storage_numel) {
-  if (ref->offset == 0) return 0;
-  for (int i = 0; i < ref->ndim; i++)
-    if (ref->strides[i] < 0) return ref->offset;
-  if (tt_view_numel(ref) == 0) return TT_VIEW_OFFSET_DYNAMIC; /* nothing is read or written */
-  if (ref->offset < 0 || ref->offset > storage_numel - tt_view_span(ref)) return ref->offset;
-  if (tt_view_is_contiguous(ref)) return TT_VIEW_OFFSET_DYNAMIC;
-  grid_plan g;
-  if (!grid_plan_make(ref, &g)) return TT_VIEW_OFFSET_DYNAMIC; /* a gather */
-  return grid_starts_fit(&g, ref->offset, storage_numel) ? TT_VIEW_OFFSET_DYNAMIC : ref->offset;
-}
-
 static tt_val i64_op(tt_builder *b, const char *op, tt_val x, int64_t k) {
   return tt_b_binary(b, op, x, tt_b_constant_int(b, TT_I64, k));
 }
 
 static tt_val grid_read_dynamic(tt_builder *b, tt_val flat, const tt_tensor_ref *ref,
-                                const grid_plan *g, tt_val offset) {
+                                const tt_view_grid *g, tt_val offset) {
   int64_t storage_numel = tt_b_shape(b, flat).dims[0];
   int nk = g->nk;
   if (nk == 0) { /* one element, broadcast */
@@ -310,7 +209,7 @@ tt_val tt_view_read(tt_builder *b, tt_val flat, const tt_tensor_ref *ref, tt_val
     int64_t numel = tt_view_numel(ref);
     return tt_b_reshape(b, tt_b_dynamic_slice(b, flat, &offset, &numel), ref->ndim, ref->sizes);
   }
-  grid_plan g;
-  if (grid_plan_make(ref, &g)) return grid_read_dynamic(b, flat, ref, &g, offset);
+  tt_view_grid g;
+  if (tt_view_grid_make(ref, &g)) return grid_read_dynamic(b, flat, ref, &g, offset);
   return gather_flat(b, flat, ref, offset);
 }

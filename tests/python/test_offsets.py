@@ -215,3 +215,20 @@ def test_integer_and_bool_views_at_offsets():
     xm = m.to("tpu")
     for r in range(1, 5):
         assert torch.equal(xm[r].logical_not().cpu(), m[r].logical_not())
+
+
+def test_explanations_name_runtime_offsets():
+    from torch_tpu import _explain
+    x = torch.randn(9, 16).to("tpu")
+    _explain.explain_recompiles(True)
+    try:
+        with torch_tpu.eager_mode("strict"):
+            n0 = len(_explain.explanations())
+            (x[:, 3:7] * 2).cpu()  # a runtime offset
+            (x[:, 0:4] * 2).cpu()  # offset 0: its own program, explained
+            new = _explain.explanations()[n0:]
+            (x[:, 9:13] * 2).cpu()  # another runtime offset: no compile, no explanation
+            assert _explain.explanations()[n0 + len(new):] == []
+    finally:
+        _explain.explain_recompiles(False)
+    assert any("offset runtime" in m and "offset 0" in m for m in new), new
