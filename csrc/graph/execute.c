@@ -50,7 +50,7 @@ static void key_tensor(tt_key_buf *k, const tt_tensor_ref *r, tt_storage ***seen
   tt_key_put(k, r->sizes, sizeof(int64_t) * (size_t)r->ndim);
   tt_key_put(k, r->strides, sizeof(int64_t) * (size_t)r->ndim);
   /* the offset's class, not its value: views at nonzero offsets read them
-   * at run time (graph/view.h), and offset 0 keeps its own programs */
+   * at run time (graph/view_layout.h), and offset 0 keeps its own programs */
   size_t item = tt_dtype_size(r->dtype);
   TT_KEY_VAL(k, tt_view_offset_class(r, item ? (int64_t)(r->storage->nbytes / item) : 0));
   TT_KEY_VAL(k, (uint64_t)r->storage->nbytes);

@@ -27,7 +27,7 @@ const tt_tensor_ref *tt_plan_ref(const tt_arg *args, int arg, int elem) {
   return NULL;
 }
 
-/* Host bytes of a scalar argument converted to dt. */
+/* Host bytes of a scalar argument converted to dt, or of a view's offset (i64). */
 void tt_param_scalar_bytes(const tt_arg *args, const tt_param_plan *pp, unsigned char out[8]) {
   const tt_arg *a = &args[pp->arg];
   if (pp->kind == TT_PARAM_OFFSET) {
