@@ -178,7 +178,6 @@ tt_executable *tt_pool_install(tt_pool_entry *e, tt_executable *exe) {
   push_front_locked(e);
   n_live++;
   stats.installs++;
-  if (n_live > stats.peak) stats.peak = n_live;
   tt_executable_retain(exe); /* the caller's */
   size_t cap = cap_locked();
   while (n_live > cap) {
@@ -188,6 +187,7 @@ tt_executable *tt_pool_install(tt_pool_entry *e, tt_executable *exe) {
     tt_executable_release(old); /* destroyed once its launches completed */
     pthread_mutex_lock(&pool_lock);
   }
+  if (n_live > stats.peak) stats.peak = n_live;
   pthread_mutex_unlock(&pool_lock);
   return exe;
 }
