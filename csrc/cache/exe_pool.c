@@ -225,14 +225,15 @@ size_t tt_pool_cap(void) {
 
 /* ------------------------------------------------------------ map guard */
 
-/* The counted mappings, when a check is due: every 16 compiles, after a
- * second without one, or on every compile once the estimate (3 mappings a
- * compile since the last count) comes within twice the margin. */
+/* Whether to count the mappings before this compile: every 16 compiles,
+ * after a second without a count (mappings the user made meanwhile), and on
+ * every compile once the estimate (MAPS_PER_EXECUTABLE a compile since the
+ * last count) comes within 64 compiles of the margin. */
 static bool check_due_locked(long limit) {
   double now = now_seconds();
   size_t estimate = stats.maps_last + MAPS_PER_EXECUTABLE * compiles_since_check;
   bool due = compiles_since_check >= 16 || now - last_check_time > 1.0 ||
-             estimate + 2 * map_margin(limit) >= (size_t)limit;
+             estimate + map_margin(limit) + 64 * MAPS_PER_EXECUTABLE >= (size_t)limit;
   compiles_since_check++;
   return due;
 }
@@ -264,7 +265,11 @@ tt_error *tt_pool_before_compile(void) {
   if (!due) return NULL;
   size_t maps = tt_pool_count_maps();
   size_t margin = map_margin(limit);
-  while (maps && maps + margin >= (size_t)limit) {
+  /* Close to the margin: unload until 128 compiles' worth of mappings are
+   * free beyond it (so that the counts that follow are rare again). */
+  size_t near = margin + 64 * MAPS_PER_EXECUTABLE, target = margin + 128 * MAPS_PER_EXECUTABLE;
+  bool evicting = maps && maps + near >= (size_t)limit;
+  while (evicting && maps + target >= (size_t)limit) {
     pthread_mutex_lock(&pool_lock);
     size_t live = n_live;
     pthread_mutex_unlock(&pool_lock);
