@@ -1,6 +1,5 @@
 /* Tests of the persistent compilation cache store (csrc/cache/disk_cache)
- * and of program serialization (csrc/graph/program_serial), and the pool
- * of live executables (csrc/cache/exe_pool), no PyTorch.
+ * and of program serialization (csrc/graph/program_serial), no PyTorch.
  *
  *   test_disk_cache PLUGIN.so          run every test (PLUGIN from argv[1],
  *                                      else $TORCH_TPU_PJRT_PLUGIN)
@@ -27,7 +26,6 @@
 
 #include "cache/blake2b.h"
 #include "cache/disk_cache_inspect.h"
-#include "cache/exe_pool.h"
 #include "core/settings.h"
 #include "graph/program_serial.h"
 
@@ -740,60 +738,6 @@ static void run_add_mul(tt_runtime *rt, tt_executable *exe) {
   tt_buffer_release(out);
 }
 
-/* The pool of live executables (cache/exe_pool.h): a cap of 3 over 8
- * entries (all holding references to one compiled program) keeps the 3
- * most recently used, unloads the rest, and counts it all. */
-static void test_exe_pool(tt_runtime *rt) {
-  tt_executable *exe = NULL;
-  tt_compile_options opts = {.optimization_level = 0, .portable = true};
-  CHECK_OK(tt_compile(rt, ADD_MUL, strlen(ADD_MUL), &opts, &exe));
-  if (!exe) return;
-  tt_pool_set_cap(3);
-  tt_pool_stats s0 = tt_pool_get_stats();
-  CHECK(s0.cap == 3 && s0.live == 0, "cap %llu, live %llu", (unsigned long long)s0.cap,
-        (unsigned long long)s0.live);
-  tt_pool_entry *e[8];
-  for (int i = 0; i < 8; i++) {
-    e[i] = tt_pool_entry_new();
-    CHECK(e[i] && tt_pool_acquire(e[i]) == NULL, "a new entry is empty");
-  }
-  for (int i = 0; i < 8; i++) {
-    tt_executable *got = tt_pool_install(e[i], tt_executable_retain(exe));
-    CHECK(got == exe, "install returns the executable");
-    tt_executable_release(got);
-    if (i == 3) tt_executable_release(tt_pool_acquire(e[2])); /* 2 is recent again */
-  }
-  tt_pool_stats s = tt_pool_get_stats();
-  CHECK(s.live == 3 && s.peak <= 3 && s.evictions - s0.evictions == 5 &&
-            s.installs - s0.installs == 8,
-        "live %llu peak %llu evictions %llu", (unsigned long long)s.live,
-        (unsigned long long)s.peak, (unsigned long long)(s.evictions - s0.evictions));
-  /* resident: the last three installed (5, 6, 7); 2 was touched before 4..7 */
-  for (int i = 0; i < 8; i++) {
-    tt_executable *got = tt_pool_acquire(e[i]);
-    CHECK((got != NULL) == (i >= 5), "entry %d resident: %d", i, got != NULL);
-    tt_executable_release(got);
-  }
-  /* a racing install keeps the first executable */
-  tt_executable *again = tt_pool_install(e[7], tt_executable_retain(exe));
-  CHECK(again == exe && tt_pool_get_stats().live == 3, "second install of a loaded entry");
-  tt_executable_release(again);
-  /* a shared entry outlives one owner */
-  tt_pool_entry_retain(e[6]);
-  tt_pool_entry_release(e[6]);
-  tt_executable *held = tt_pool_acquire(e[6]);
-  CHECK(held == exe, "entry still loaded after one release");
-  tt_executable_release(held);
-  CHECK(tt_pool_evict(1) == 2 && tt_pool_get_stats().live == 1, "evict to 1");
-  for (int i = 0; i < 8; i++) tt_pool_entry_release(e[i]);
-  CHECK(tt_pool_get_stats().live == 0, "released entries unload");
-  CHECK(tt_pool_count_maps() > 10, "map count %zu", tt_pool_count_maps());
-  CHECK_OK(tt_pool_before_compile());
-  tt_pool_set_cap(0);
-  CHECK(tt_pool_cap() >= 1, "cap back to the setting");
-  tt_executable_release(exe);
-}
-
 static void test_program_round_trip(tt_runtime *rt, int iters) {
   tt_program *p = make_program(rt, ADD_MUL);
   if (!p->exe_slot.exe) {
@@ -1011,7 +955,6 @@ int main(int argc, char **argv) {
     tt_runtime *rt = NULL;
     CHECK_OK(tt_runtime_open(plugin, 1, &rt));
     if (rt) test_program_round_trip(rt, iters);
-    if (rt) test_exe_pool(rt);
     tt_runtime_close(rt);
   }
   rm_rf(g_root);
