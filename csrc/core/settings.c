@@ -56,6 +56,12 @@ static const tt_setting_info table[TT_SETTINGS] = {
         "persistent compilation cache directory"},
     [TT_SETTING_CACHE_MAX_BYTES] = {"TORCH_TPU_CACHE_MAX_BYTES", SIZE("10G", 1), TT_STABLE,
         "size cap of the persistent cache directory (least recently used entries are evicted)"},
+    [TT_SETTING_MAX_LIVE_EXECUTABLES] = {"TORCH_TPU_MAX_LIVE_EXECUTABLES", INT("2048", 1, INT32_MAX),
+        TT_STABLE,
+        "compiled programs kept loaded at once (each holds about 3 memory mappings on XLA:CPU); "
+        "the least recently used beyond it are unloaded and recompiled, or reloaded from the "
+        "persistent cache, on next use. Lowered automatically to stay well under "
+        "`vm.max_map_count`"},
     [TT_SETTING_EXPLAIN_RECOMPILES] = {"TORCH_TPU_EXPLAIN_RECOMPILES", BOOL("0"), TT_STABLE,
         "every compile with a near cached relative prints what differed (op, argument, "
         "shapes/dtypes) and your source line"},

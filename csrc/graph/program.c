@@ -10,7 +10,7 @@
 void tt_program_free(void *program) {
   tt_program *p = program;
   if (!p) return;
-  tt_executable_release(p->exe);
+  tt_pool_entry_clear(&p->exe_slot);
   free(p->decline_message);
   free(p->params);
   free(p->outs);

@@ -4,6 +4,7 @@
 #ifndef TT_GRAPH_PROGRAM_H
 #define TT_GRAPH_PROGRAM_H
 
+#include "cache/exe_pool.h"
 #include "core/args.h"
 #include "pjrt/runtime.h"
 #include "shlo/builder.h"
@@ -34,7 +35,9 @@ typedef struct {
 } tt_output_plan;
 
 typedef struct {
-  tt_executable *exe;        /* NULL if declined */
+  /* the compiled executable (cache/exe_pool.h): empty until compiled, when
+   * declined, or after the pool unloaded it (compiled again on next use) */
+  tt_pool_entry exe_slot;
   tt_error_code declined;    /* 0, or why the op cannot run natively */
   char *decline_message;
   tt_param_plan *params;

@@ -77,8 +77,11 @@ tt_error *tt_program_serialize(const tt_program *p, bool include_text, void **bl
   *len = 0;
   void *exe_bytes = NULL;
   size_t exe_len = 0;
-  if (p->exe) TT_TRY(tt_executable_serialize(p->exe, &exe_bytes, &exe_len));
-  unsigned flags = (p->exe ? FLAG_EXE : 0) | (include_text && p->text ? FLAG_TEXT : 0) |
+  tt_executable *exe = tt_pool_acquire((tt_pool_entry *)&p->exe_slot);
+  tt_error *serr = exe ? tt_executable_serialize(exe, &exe_bytes, &exe_len) : NULL;
+  tt_executable_release(exe);
+  TT_TRY(serr);
+  unsigned flags = (exe ? FLAG_EXE : 0) | (include_text && p->text ? FLAG_TEXT : 0) |
                    (p->decline_message ? FLAG_DECLINE_MESSAGE : 0);
   writer w = {0};
   w_bytes(&w, TT_PROGRAM_SERIAL_MAGIC, 8);
@@ -274,9 +277,12 @@ tt_error *tt_program_deserialize(tt_runtime *rt, const void *blob, size_t len, t
     err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory loading a program");
   else if (r.bad)
     err = tt_error_new(TT_ERR_INVALID_ARGUMENT, "corrupt serialized program: %s", r.bad);
-  else if (exe_bytes)
-    err = tt_error_wrap(tt_executable_deserialize(rt, exe_bytes, exe_len, &p->exe),
+  else if (exe_bytes) {
+    tt_executable *exe = NULL;
+    err = tt_error_wrap(tt_executable_deserialize(rt, exe_bytes, exe_len, &exe),
                         "loading a cached program: ");
+    if (!err) tt_executable_release(tt_pool_install(&p->exe_slot, exe));
+  }
   if (err) {
     tt_program_free(p);
     return err;

@@ -62,7 +62,10 @@ typedef struct {
 /* A compiled region: what feeds each parameter, which slot each output
  * fills. Cached under the region key. */
 typedef struct {
-  tt_executable *exe;
+  /* the executable (cache/exe_pool.h; shared with replays): the pool may
+   * unload it; it is then reloaded from disk or compiled again from text */
+  tt_pool_entry *slot;
+  char *text; /* the StableHLO; NULL for a program loaded from disk */
   region_param *params;
   int n_params;
   int *out_slots;
@@ -134,8 +137,8 @@ void tt_region_set_max_ops(int n) {
 #define TT_CPU_SCRATCH_LIMIT (32LL << 20)
 enum { TT_MIN_REGION_OPS = 64 };
 
-static void fit_scratch(const region_program *rp, int n_ops) {
-  int64_t temp = tt_executable_temp_bytes(rp->exe);
+static void fit_scratch(tt_executable *exe, int n_ops) {
+  int64_t temp = tt_executable_temp_bytes(exe);
   if (R.max_ops_chosen || temp <= TT_CPU_SCRATCH_LIMIT ||
       strcmp(tt_runtime_platform_name(tt_core_runtime()), "cpu") != 0)
     return;
@@ -399,7 +402,8 @@ static tt_val replay_param_value(void *self, int param_index, tt_shape shape) {
 static void region_program_free(void *ptr) {
   region_program *rp = ptr;
   if (!rp) return;
-  tt_executable_release(rp->exe);
+  tt_pool_entry_release(rp->slot);
+  free(rp->text);
   free(rp->params);
   free(rp->out_slots);
   free(rp);
@@ -429,11 +433,27 @@ static void explain_region(void) {
   free(names);
 }
 
+/* Compiles a region's text (guarded against the map-count limit). */
+static tt_error *compile_region_text(const char *text, tt_executable **exe) {
+  *exe = NULL;
+  TT_TRY(tt_pool_before_compile());
+  tt_compile_options opts = {2, true}; /* fused regions compile at full effort */
+  tt_error *err = tt_compile(tt_core_runtime(), text, strlen(text), &opts, exe);
+  if (err) {
+    if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", text);
+    err = tt_error_wrap(tt_pool_explain_compile_error(err),
+                        "compiling a fused region of %d ops (first %s): ", R.n_ops,
+                        R.ops[0].op_name);
+  }
+  return err;
+}
+
 /* Lowers every recorded op into one program and compiles it. A region
  * input whose storage gets a new value (donate[slot]) donates its buffer
  * to that output, so parameter and optimizer-state updates do not need
  * twice their memory. */
-static tt_error *build_region(const bool *is_output, const bool *donate, region_program **out) {
+static tt_error *build_region(const bool *is_output, const bool *donate, region_program **out,
+                              tt_executable **exe_out) {
   double t0 = now_seconds();
   replay_state st = {0};
   st.b = tt_builder_new();
@@ -442,7 +462,9 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
   tt_val *outs = malloc(sizeof(tt_val) * (size_t)(R.n_slots ? R.n_slots : 1));
   tt_error *err = NULL;
   char *text = NULL;
-  if (!st.b || !st.slot_vals || !rp || !outs) {
+  tt_executable *exe = NULL;
+  if (rp) rp->slot = tt_pool_entry_new();
+  if (!st.b || !st.slot_vals || !rp || !rp->slot || !outs) {
     err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory building a fused region");
     goto done;
   }
@@ -481,14 +503,10 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
   err = tt_b_finish(st.b, outs, rp->n_outs, &text);
   if (err) goto done;
   dump_region(text, R.n_ops);
-  tt_compile_options opts = {2, true}; /* fused regions compile at full effort */
-  err = tt_compile(tt_core_runtime(), text, strlen(text), &opts, &rp->exe);
-  if (err) {
-    if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", text);
-    err = tt_error_wrap(err, "compiling a fused region of %d ops (first %s): ", R.n_ops,
-                        R.ops[0].op_name);
-    goto done;
-  }
+  err = compile_region_text(text, &exe);
+  if (err) goto done;
+  rp->text = text;
+  text = NULL;
   rp->params = st.params;
   rp->n_params = st.n_params;
   st.params = NULL;
@@ -509,6 +527,7 @@ done:
     rp = NULL;
   }
   *out = rp;
+  *exe_out = exe;
   return err;
 }
 
@@ -517,7 +536,7 @@ done:
 /* A region program's plan as bytes beside its executable on disk: counts,
  * then the param and output arrays (the disk partition is per build of the
  * core, so the struct layout is the same when it is read back). */
-static void store_region(const region_program *rp) {
+static void store_region(const region_program *rp, tt_executable *exe) {
   size_t len = 2 * sizeof(int32_t) + sizeof(region_param) * (size_t)rp->n_params +
                sizeof(int) * (size_t)rp->n_outs;
   unsigned char *plan = malloc(len);
@@ -527,20 +546,27 @@ static void store_region(const region_program *rp) {
   memcpy(plan + sizeof counts, rp->params, sizeof(region_param) * (size_t)rp->n_params);
   memcpy(plan + sizeof counts + sizeof(region_param) * (size_t)rp->n_params, rp->out_slots,
          sizeof(int) * (size_t)rp->n_outs);
-  tt_persistent_store(TT_PERSIST_REGION, R.key.data, R.key.len, rp->exe, plan, len);
+  tt_persistent_store(TT_PERSIST_REGION, R.key.data, R.key.len, exe, plan, len);
   free(plan);
 }
 
 /* The region program stored under the current key, validated against the
  * region (indices in range), or NULL. */
-static region_program *load_region(const bool *is_output) {
+static region_program *load_region(const bool *is_output, tt_executable **exe_out) {
   void *plan = NULL;
   size_t len = 0;
+  *exe_out = NULL;
+  tt_error *guard = tt_pool_before_compile();
+  if (guard) { /* the compile that follows reports it */
+    tt_error_free(guard);
+    return NULL;
+  }
   tt_executable *exe = tt_persistent_load_with(TT_PERSIST_REGION, R.key.data, R.key.len, &plan, &len);
   if (!exe) return NULL;
   region_program *rp = calloc(1, sizeof *rp);
   int32_t counts[2] = {-1, -1};
-  bool ok = rp && plan && len >= sizeof counts;
+  if (rp) rp->slot = tt_pool_entry_new();
+  bool ok = rp && rp->slot && plan && len >= sizeof counts;
   if (ok) memcpy(counts, plan, sizeof counts);
   ok = ok && counts[0] >= 0 && counts[1] >= 0 &&
        len == sizeof counts + sizeof(region_param) * (size_t)counts[0] + sizeof(int) * (size_t)counts[1];
@@ -570,15 +596,11 @@ static region_program *load_region(const bool *is_output) {
   free(plan);
   if (!ok) {
     fprintf(stderr, "torch_tpu: ignoring a stored fused-region program whose plan does not match\n");
-    if (rp) {
-      free(rp->params);
-      free(rp->out_slots);
-      free(rp);
-    }
+    region_program_free(rp);
     tt_executable_release(exe);
     return NULL;
   }
-  rp->exe = exe;
+  *exe_out = exe;
   return rp;
 }
 
@@ -598,7 +620,7 @@ static void reset_region(void) {
   tt_arena_reset(&R.arena);
 }
 
-static tt_error *launch_region(region_program *rp, const bool *donate) {
+static tt_error *launch_region(region_program *rp, tt_executable *exe, const bool *donate) {
   tt_buffer **in = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *in);
   bool *owned = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *owned);
   tt_buffer **outs = calloc((size_t)(rp->n_outs ? rp->n_outs : 1), sizeof *outs);
@@ -617,7 +639,7 @@ static tt_error *launch_region(region_program *rp, const bool *donate) {
                        : tt_core_upload_scalar(R.device, pv->dtype, pv->bytes, &in[i]);
     }
   }
-  if (!err) err = tt_execute(rp->exe, R.device, in, rp->n_params, outs, rp->n_outs);
+  if (!err) err = tt_execute(exe, R.device, in, rp->n_params, outs, rp->n_outs);
   if (!err) {
     for (int i = 0; i < rp->n_params; i++)
       if (rp->params[i].kind == RPARAM_SLOT && donate[rp->params[i].index] &&
@@ -659,7 +681,7 @@ static void make_replay(const region_program *rp, const bool *donate) {
       }
     }
     for (int o = 0; o < rp->n_outs; o++) results[o] = R.slots[rp->out_slots[o]].storage;
-    tt_launch_record rec = {rp->exe, rp, R.device, params, rp->n_params, results, rp->n_outs};
+    tt_launch_record rec = {rp->slot, rp, R.device, params, rp->n_params, results, rp->n_outs};
     req->replay = tt_replay_new(&rec, req->args, req->n_args, req->outs, req->n_outs, &req->why_not);
   }
   free(params);
@@ -670,6 +692,41 @@ static uint64_t total_flushes(void) {
   uint64_t n = 0;
   for (int r = 0; r < TT_FLUSH_REASONS; r++) n += R.stats.flushes[r];
   return n;
+}
+
+/* The executable of a cached region program, as the caller's reference:
+ * the loaded one; else (the pool unloaded it) the one stored on disk, or
+ * compiled again from its text, or, for a program that came from disk
+ * without text, lowered again from the recorded ops (the same key gives
+ * the same plan). */
+static tt_error *reload_region(region_program *rp, const bool *is_output, const bool *donate,
+                               tt_executable **out) {
+  if ((*out = tt_pool_acquire(rp->slot))) return NULL;
+  TT_TRY(tt_pool_before_compile());
+  tt_executable *exe = tt_persistent_load(TT_PERSIST_REGION, R.key.data, R.key.len);
+  tt_error *err = NULL;
+  if (exe) {
+    R.stats.disk_loads++;
+  } else {
+    double t0 = now_seconds();
+    if (rp->text) {
+      err = compile_region_text(rp->text, &exe);
+    } else {
+      region_program *fresh = NULL;
+      err = build_region(is_output, donate, &fresh, &exe);
+      if (!err) {
+        rp->text = fresh->text;
+        fresh->text = NULL;
+      }
+      region_program_free(fresh);
+    }
+    if (err) return err;
+    R.stats.compiles++;
+    R.stats.compile_seconds += now_seconds() - t0;
+    tt_note_compile(TT_MODE_FUSED);
+  }
+  *out = tt_pool_install(rp->slot, exe);
+  return NULL;
 }
 
 static tt_error *flush_locked(tt_flush_reason reason) {
@@ -698,21 +755,25 @@ static tt_error *flush_locked(tt_flush_reason reason) {
     TT_KEY_VAL(&R.key, (uint8_t)(is_output[k] | donate[k] << 1));
   }
   region_program *rp = tt_cache_lookup(R.key.data, R.key.len);
+  tt_executable *exe = NULL; /* the launch's reference */
   tt_error *err = NULL;
   if (rp) {
     R.stats.cache_hits++;
-  } else if ((rp = load_region(is_output))) {
+    err = reload_region(rp, is_output, donate, &exe);
+  } else if ((rp = load_region(is_output, &exe))) {
     R.stats.disk_loads++;
-    fit_scratch(rp, R.n_ops);
+    fit_scratch(exe, R.n_ops);
+    exe = tt_pool_install(rp->slot, exe);
     rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, 0);
   } else {
-    err = build_region(is_output, donate, &rp);
+    err = build_region(is_output, donate, &rp, &exe);
     if (!err) {
       R.stats.compiles++;
       R.stats.compile_seconds += rp->compile_seconds;
       tt_note_compile(TT_MODE_FUSED);
-      store_region(rp);
-      fit_scratch(rp, R.n_ops);
+      store_region(rp, exe);
+      fit_scratch(exe, R.n_ops);
+      exe = tt_pool_install(rp->slot, exe);
       rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, rp->compile_seconds);
     }
   }
@@ -726,7 +787,8 @@ static tt_error *flush_locked(tt_flush_reason reason) {
       atomic_store(&s->region_dirty, false);
     }
   }
-  if (!err) err = launch_region(rp, donate);
+  if (!err) err = launch_region(rp, exe, donate);
+  tt_executable_release(exe); /* the runtime keeps it until the launch completes */
   if (!err && R.replay_req) make_replay(rp, donate);
   free(donate);
   reset_region();

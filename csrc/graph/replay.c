@@ -31,7 +31,9 @@ typedef struct {
 } replay_output;
 
 struct tt_replay {
-  tt_executable *exe;
+  /* the region program's executable: the pool may unload it; a replay
+   * then refuses (the ordinary path loads or compiles it again) */
+  tt_pool_entry *slot;
   const void *program;
   int device;
   replay_param *params;
@@ -69,7 +71,7 @@ static int find_storage(tt_storage *const *list, int n, const tt_storage *s) {
 
 void tt_replay_free(tt_replay *r) {
   if (!r) return;
-  tt_executable_release(r->exe);
+  tt_pool_entry_release(r->slot);
   free(r->params);
   free(r->results);
   free(r->new_nbytes);
@@ -181,7 +183,7 @@ tt_replay *tt_replay_new(const tt_launch_record *rec, const tt_tensor_ref *args,
       goto fail;
     }
   }
-  r->exe = tt_executable_retain(rec->exe);
+  r->slot = tt_pool_entry_retain(rec->slot);
   free(new_list);
   return r;
 fail:
@@ -240,8 +242,8 @@ static tt_error *gather_inputs(tt_replay *r, const tt_tensor_ref *args, tt_buffe
   return NULL;
 }
 
-static tt_error *launch(tt_replay *r, const tt_tensor_ref *args, bool *matched,
-                        tt_storage **new_storages) {
+static tt_error *launch(tt_replay *r, tt_executable *exe, const tt_tensor_ref *args,
+                        bool *matched, tt_storage **new_storages) {
   tt_buffer **in = calloc(NZ(r->n_params), sizeof *in);
   bool *owned = calloc(NZ(r->n_params), sizeof *owned);
   tt_buffer **results = calloc(NZ(r->n_results), sizeof *results);
@@ -252,7 +254,7 @@ static tt_error *launch(tt_replay *r, const tt_tensor_ref *args, bool *matched,
     new_storages[j] = tt_storage_new(r->device, r->new_nbytes[j]);
     if (!new_storages[j]) err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  if (!err && *matched) err = tt_execute(r->exe, r->device, in, r->n_params, results, r->n_results);
+  if (!err && *matched) err = tt_execute(exe, r->device, in, r->n_params, results, r->n_results);
   if (!err && *matched) {
     for (int p = 0; p < r->n_params; p++)
       if (r->params[p].donated) tt_buffer_note_donation(in[p]);
@@ -281,16 +283,21 @@ tt_error *tt_replay_run(tt_replay *r, const tt_tensor_ref *args, int n_args, boo
                         tt_storage **new_storages) {
   for (int j = 0; j < r->n_new; j++) new_storages[j] = NULL;
   *matched = args_match(r, args, n_args);
-  if (!*matched) {
+  /* the caller's reference until the launch is enqueued */
+  tt_executable *exe = *matched ? tt_pool_acquire(r->slot) : NULL;
+  if (!exe) { /* other arguments, or the program was unloaded */
+    *matched = false;
     atomic_fetch_add(&n_refused, 1);
     return NULL;
   }
   /* Values of the arguments still pending in the fused region are computed
    * first; arguments the program writes leave the region. */
-  for (int i = 0; i < n_args; i++)
+  tt_error *err = NULL;
+  for (int i = 0; i < n_args && !err; i++)
     if (args[i].ndim != TT_REF_NONE && r->alias[i] == i)
-      TT_TRY(tt_storage_sync(args[i].storage, r->arg_written[i]));
-  tt_error *err = launch(r, args, matched, new_storages);
+      err = tt_storage_sync(args[i].storage, r->arg_written[i]);
+  if (!err) err = launch(r, exe, args, matched, new_storages);
+  tt_executable_release(exe);
   if (!*matched) atomic_fetch_add(&n_refused, 1);
   if (!err && *matched && tt_get_synchronous()) err = tt_runtime_synchronize(tt_core_runtime());
   return err;

@@ -17,6 +17,7 @@
 
 #include "graph/storage.h"
 #include "core/args.h"
+#include "cache/exe_pool.h"
 #include "pjrt/runtime.h"
 
 typedef struct tt_replay tt_replay;
@@ -35,7 +36,7 @@ typedef struct {
 
 /* What one region flush launched. */
 typedef struct {
-  tt_executable *exe; /* borrowed */
+  tt_pool_entry *slot; /* the program's executable (borrowed; a replay retains it) */
   const void *program; /* identity for per-step statistics */
   int device;
   const tt_launch_param *params;

@@ -28,19 +28,26 @@ static double now_seconds(void) {
 
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Compiles a cached plan's program once (racing threads wait for the first). */
-static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_arg *args, int nargs,
-                                 const void *key, size_t key_len) {
+/* The program's executable, as a reference of the caller's: the loaded one,
+ * else loaded from the persistent cache or compiled (once: racing threads
+ * wait for the first). The pool (cache/exe_pool.h) may unload it after the
+ * caller released it; the next call then loads or compiles it again. */
+static tt_error *acquire_exe(tt_program *p, const char *op_name, const tt_arg *args, int nargs,
+                             const void *key, size_t key_len, tt_executable **out) {
+  if ((*out = tt_pool_acquire(&p->exe_slot))) return NULL;
   pthread_mutex_lock(&compile_lock);
   tt_error *err = NULL;
-  if (!p->exe) p->exe = tt_persistent_load(TT_PERSIST_OP, key, key_len);
-  if (!p->exe) {
+  tt_executable *exe = tt_pool_acquire(&p->exe_slot);
+  if (!exe) err = tt_pool_before_compile();
+  if (!exe && !err && (exe = tt_persistent_load(TT_PERSIST_OP, key, key_len)))
+    exe = tt_pool_install(&p->exe_slot, exe);
+  if (!exe && !err) {
     double t0 = now_seconds();
     tt_compile_options opts = {tt_optimization_level(), true};
-    err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &p->exe);
+    err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &exe);
     if (err) {
       if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", p->text);
-      err = tt_error_wrap(err, "compiling %s: ", op_name);
+      err = tt_error_wrap(tt_pool_explain_compile_error(err), "compiling %s: ", op_name);
     } else {
       p->compile_seconds = now_seconds() - t0;
       tt_note_compile(tt_get_synchronous() ? TT_MODE_DEBUG : TT_MODE_STRICT);
@@ -50,14 +57,17 @@ static tt_error *ensure_compiled(tt_program *p, const char *op_name, const tt_ar
         if (tt_log_compiles_enabled()) log_compile(op_name, sig, p->compile_seconds);
         tt_explain_op_compile(op_name, sig);
       }
-      tt_persistent_store(TT_PERSIST_OP, key, key_len, p->exe, NULL, 0);
+      tt_persistent_store(TT_PERSIST_OP, key, key_len, exe, NULL, 0);
+      exe = tt_pool_install(&p->exe_slot, exe);
     }
   }
   pthread_mutex_unlock(&compile_lock);
+  *out = exe;
   return err;
 }
 
-static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *res) {
+static tt_error *launch(tt_program *p, tt_executable *exe, tt_arg *args, int device,
+                        tt_op_result *res) {
   int np = p->n_params;
   /* stack_in zeroed: with np == 0 GCC cannot see that nothing reads it */
   tt_buffer *stack_in[32] = {0}, *stack_owned[32], *stack_out[16];
@@ -93,7 +103,7 @@ static tt_error *launch(tt_program *p, tt_arg *args, int device, tt_op_result *r
   for (int k = 0; k < p->n_outs && !err; k++)
     if (p->outs[k].kind == TT_OUT_WRITE)
       err = tt_storage_sync(tt_plan_ref(args, p->outs[k].arg, p->outs[k].elem)->storage, true);
-  if (!err) err = tt_execute(p->exe, device, in, np, out, p->n_outs);
+  if (!err) err = tt_execute(exe, device, in, np, out, p->n_outs);
   if (err) goto done;
   tt_note_program_launch(p);
   int n_new = 0;
@@ -126,6 +136,9 @@ done:
 
 tt_error *tt_strict_run(tt_program *p, const char *op_name, tt_arg *args, int nargs,
                         const void *key, size_t key_len, int device, tt_op_result *res) {
-  TT_TRY(ensure_compiled(p, op_name, args, nargs, key, key_len));
-  return launch(p, args, device, res);
+  tt_executable *exe = NULL;
+  TT_TRY(acquire_exe(p, op_name, args, nargs, key, key_len, &exe));
+  tt_error *err = launch(p, exe, args, device, res);
+  tt_executable_release(exe); /* the runtime keeps it until the launch completes */
+  return err;
 }

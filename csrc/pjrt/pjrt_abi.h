@@ -202,6 +202,18 @@ typedef struct {
 TT_PJRT_STRUCT_SIZE(PJRT_Event_Await_Args, event);
 typedef PJRT_Error *PJRT_Event_Await(PJRT_Event_Await_Args *args);
 
+/* Called once the event is ready; owns `error` (NULL on success) and must
+ * destroy it. */
+typedef void (*PJRT_Event_OnReadyCallback)(PJRT_Error *error, void *user_arg);
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  PJRT_Event *event;
+  PJRT_Event_OnReadyCallback callback;
+  void *user_arg;
+} PJRT_Event_OnReady_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_Event_OnReady_Args, user_arg);
+typedef PJRT_Error *PJRT_Event_OnReady(PJRT_Event_OnReady_Args *args);
+
 /* ------------------------------------------------------------------- client */
 
 typedef struct {
@@ -654,7 +666,7 @@ typedef struct PJRT_Api {
   PJRT_Event_IsReady *PJRT_Event_IsReady;
   PJRT_Event_Error *PJRT_Event_Error;
   PJRT_Event_Await *PJRT_Event_Await;
-  PJRT_Unused *PJRT_Event_OnReady;
+  PJRT_Event_OnReady *PJRT_Event_OnReady;
 
   PJRT_Client_Create *PJRT_Client_Create;
   PJRT_Client_Destroy *PJRT_Client_Destroy;

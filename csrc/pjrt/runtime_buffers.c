@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pjrt/runtime_internal.h"
 
@@ -348,7 +349,11 @@ static size_t encode_compile_options(uint8_t *buf, const tt_compile_options *o) 
   return n;
 }
 
-static void executable_free(tt_executable *e) {
+void tt_executable_destroy_now(tt_executable *e) {
+  while (atomic_load_explicit(&e->inflight, memory_order_acquire) > 0) {
+    struct timespec ts = {0, 200 * 1000}; /* launches finish on their own */
+    nanosleep(&ts, NULL);
+  }
   if (e->exe) {
     PJRT_LoadedExecutable_Destroy_Args d = {
         .struct_size = PJRT_LoadedExecutable_Destroy_Args_SIZE, .executable = e->exe};
@@ -359,9 +364,19 @@ static void executable_free(tt_executable *e) {
   free(e->out_dtypes);
   free(e->out_ndims);
   free(e->out_dims);
-  tt_runtime *rt = e->rt;
   free(e);
-  tt_runtime_release_internal(rt);
+}
+
+/* The last reference is gone: destroy now, or on the reaper thread after
+ * the launches still running (an executable evicted from the pool while a
+ * launch of it was in flight). */
+static void executable_free(tt_executable *e) {
+  tt_runtime *rt = e->rt;
+  if (atomic_load_explicit(&e->inflight, memory_order_acquire) > 0)
+    tt_reaper_destroy_executable(rt, e);
+  else
+    tt_executable_destroy_now(e);
+  tt_runtime_release_internal(rt); /* runtime_free drains the reaper first */
 }
 
 /* Caches output element types and shapes so launches need not query them.
@@ -415,6 +430,7 @@ static tt_error *executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, tt_e
     return oom();
   }
   atomic_init(&e->refs, 1);
+  atomic_init(&e->inflight, 0);
   e->rt = rt;
   e->exe = le;
   e->may_donate = true; /* tt_compile narrows it from the program text */
@@ -510,6 +526,14 @@ void tt_executable_release(tt_executable *exe) {
 
 enum { STACK_ARGS = 16 };
 
+/* PJRT_Event_OnReady callback of a launch's completion event: the launch no
+ * longer needs its executable. Touches nothing after the decrement. */
+static void launch_done(PJRT_Error *error, void *arg) {
+  tt_executable *e = arg;
+  if (error) tt_error_free(tt_pjrt_error(e->rt->api, error, TT_ERR_RUNTIME, "launch"));
+  atomic_fetch_sub_explicit(&e->inflight, 1, memory_order_release);
+}
+
 tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
                      tt_buffer **outs, int num_outs) {
   if (!exe || (num_args > 0 && !args) || (num_outs > 0 && !outs) || num_args < 0)
@@ -561,8 +585,24 @@ tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int
             atomic_load_explicit(&rt->track_completion, memory_order_relaxed) ? &done : NULL,
         .execute_device = exe->fixed_device < 0 ? rt->devices[device] : NULL,
     };
+    /* the executable must outlive the launch: counted until its event fires */
+    bool watch = a.device_complete_events && TT_PJRT_HAS(api, PJRT_Event_OnReady);
+    if (watch) atomic_fetch_add_explicit(&exe->inflight, 1, memory_order_relaxed);
     err = tt_pjrt_error(api, api->PJRT_LoadedExecutable_Execute(&a), TT_ERR_RUNTIME,
                         "launching the program failed");
+    if (watch && !err && done) {
+      PJRT_Event_OnReady_Args r = {.struct_size = PJRT_Event_OnReady_Args_SIZE,
+                                   .event = done, .callback = launch_done, .user_arg = exe};
+      PJRT_Error *oe = api->PJRT_Event_OnReady(&r);
+      if (oe) { /* cannot watch it: wait for it instead */
+        tt_error_free(tt_pjrt_error(api, oe, TT_ERR_RUNTIME, "watch"));
+        PJRT_Event_Await_Args w = {.struct_size = PJRT_Event_Await_Args_SIZE, .event = done};
+        tt_error_free(tt_pjrt_error(api, api->PJRT_Event_Await(&w), TT_ERR_RUNTIME, "await"));
+        atomic_fetch_sub_explicit(&exe->inflight, 1, memory_order_release);
+      }
+    } else if (watch) {
+      atomic_fetch_sub_explicit(&exe->inflight, 1, memory_order_release);
+    }
     if (!err) {
       tt_runtime_track_event(rt, done);
       /* donated inputs stop counting before their outputs start to */

@@ -16,13 +16,21 @@ typedef struct {
   char *value;
 } tt_attr;
 
+/* What the reaper destroys: a PJRT buffer, or an executable whose last
+ * reference was dropped while launches of it were still running. */
+typedef struct {
+  PJRT_Buffer *buffer;
+  struct tt_executable *exe;
+} tt_reap_item;
+
 /* A thread that destroys released PJRT buffers (runtime_reaper.c): destroying
  * a buffer a launched program still reads waits for the program, which must
- * not hold up the thread that launches the next one. */
+ * not hold up the thread that launches the next one. It also destroys
+ * executables after their last launch completed (tt_executable.inflight). */
 typedef struct {
   pthread_mutex_t lock; /* guards the fields below */
   pthread_cond_t wake;
-  PJRT_Buffer **queue;
+  tt_reap_item *queue;
   size_t n, cap;
   bool stop, started;
   pid_t owner; /* the process whose thread `thread` is */
@@ -32,6 +40,13 @@ typedef struct {
 void tt_reaper_init(tt_buffer_reaper *r);
 /* Destroys b on the reaper thread (or here, if the thread cannot run). */
 void tt_reaper_destroy_buffer(tt_runtime *rt, PJRT_Buffer *b);
+/* Destroys e (refcount already zero) on the reaper thread once its launches
+ * completed (or here, waiting, if the thread cannot run). */
+void tt_reaper_destroy_executable(tt_runtime *rt, struct tt_executable *e);
+/* Waits until no launch of e is running, then destroys its PJRT executable
+ * and frees it (runtime_buffers.c). Does not release e's runtime reference:
+ * tt_executable_release dropped it when it queued e. */
+void tt_executable_destroy_now(struct tt_executable *e);
 /* Stops the thread after it destroyed everything queued. */
 void tt_reaper_shutdown(tt_runtime *rt);
 
@@ -77,6 +92,10 @@ struct tt_buffer {
 
 struct tt_executable {
   atomic_int refs;
+  /* launches whose completion has not been seen yet (counted when the
+   * plugin gives completion events and PJRT_Event_OnReady); the PJRT
+   * executable is destroyed only when this is zero */
+  atomic_int inflight;
   int num_outputs;
   int64_t temp_bytes; /* scratch memory each run allocates; -1: unknown */
   int fixed_device; /* -1: portable, runs anywhere via execute_device */

@@ -6,11 +6,20 @@
  * updates, a fused region's donated-or-overwritten inputs) thus made the
  * launching thread wait for the device on every step: measured on minGPT in
  * Fused eager, 4.4 ms of host work per step waited out a 30 ms step instead
- * of overlapping it. The reaper thread does the waiting instead. */
+ * of overlapping it. The reaper thread does the waiting instead.
+ *
+ * Executables evicted from the pool of live executables (cache/exe_pool.h)
+ * may still have launches running: their last release queues them here,
+ * and the thread destroys each once its in-flight count dropped to zero. */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "pjrt/runtime_internal.h"
+
+static void destroy_item(tt_runtime *rt, const tt_reap_item *it) {
+  if (it->buffer) tt_pjrt_buffer_destroy(rt->api, it->buffer);
+  if (it->exe) tt_executable_destroy_now(it->exe);
+}
 
 static void *reaper_main(void *arg) {
   tt_runtime *rt = arg;
@@ -19,12 +28,12 @@ static void *reaper_main(void *arg) {
   for (;;) {
     while (r->n == 0 && !r->stop) pthread_cond_wait(&r->wake, &r->lock);
     if (r->n == 0) break; /* stop requested and nothing left */
-    PJRT_Buffer **batch = r->queue;
+    tt_reap_item *batch = r->queue;
     size_t n = r->n;
     r->queue = NULL;
     r->n = r->cap = 0;
     pthread_mutex_unlock(&r->lock);
-    for (size_t i = 0; i < n; i++) tt_pjrt_buffer_destroy(rt->api, batch[i]);
+    for (size_t i = 0; i < n; i++) destroy_item(rt, &batch[i]);
     free(batch);
     pthread_mutex_lock(&r->lock);
   }
@@ -48,28 +57,39 @@ static bool ensure_thread_locked(tt_runtime *rt) {
   return r->started;
 }
 
-void tt_reaper_destroy_buffer(tt_runtime *rt, PJRT_Buffer *b) {
-  if (!b) return;
+/* Queues it; false when there is no thread or no memory (the caller then
+ * destroys it itself). */
+static bool enqueue(tt_runtime *rt, tt_reap_item it) {
   tt_buffer_reaper *r = &rt->reaper;
   pthread_mutex_lock(&r->lock);
   bool queued = false;
   if (!r->stop && ensure_thread_locked(rt)) {
     if (r->n == r->cap) {
       size_t cap = r->cap ? r->cap * 2 : 64;
-      PJRT_Buffer **q = realloc(r->queue, cap * sizeof *q);
+      tt_reap_item *q = realloc(r->queue, cap * sizeof *q);
       if (q) {
         r->queue = q;
         r->cap = cap;
       }
     }
     if (r->n < r->cap) {
-      r->queue[r->n++] = b;
+      r->queue[r->n++] = it;
       queued = true;
       pthread_cond_signal(&r->wake);
     }
   }
   pthread_mutex_unlock(&r->lock);
-  if (!queued) tt_pjrt_buffer_destroy(rt->api, b); /* no thread or no memory: wait here */
+  return queued;
+}
+
+void tt_reaper_destroy_buffer(tt_runtime *rt, PJRT_Buffer *b) {
+  if (!b) return;
+  if (!enqueue(rt, (tt_reap_item){b, NULL})) tt_pjrt_buffer_destroy(rt->api, b); /* wait here */
+}
+
+void tt_reaper_destroy_executable(tt_runtime *rt, struct tt_executable *e) {
+  if (!e) return;
+  if (!enqueue(rt, (tt_reap_item){NULL, e})) tt_executable_destroy_now(e); /* waits here */
 }
 
 void tt_reaper_shutdown(tt_runtime *rt) {
@@ -81,7 +101,7 @@ void tt_reaper_shutdown(tt_runtime *rt) {
   pthread_mutex_unlock(&r->lock);
   if (join) pthread_join(r->thread, NULL);
   /* Whatever a thread of another process left (after fork), or nothing. */
-  for (size_t i = 0; i < r->n; i++) tt_pjrt_buffer_destroy(rt->api, r->queue[i]);
+  for (size_t i = 0; i < r->n; i++) destroy_item(rt, &r->queue[i]);
   free(r->queue);
   r->queue = NULL;
   r->n = r->cap = 0;

@@ -1,6 +1,7 @@
 // torch_tpu._C's view of the persistent cache on disk (cache/disk_cache.h):
 // `python -m torch_tpu.cache` formats what these return; the format, the
-// default directory and the size cap are the core's.
+// default directory and the size cap are the core's. Also the pool of live
+// executables (cache/exe_pool.h): its counts and cap.
 #include <torch/extension.h>
 
 #include <string>
@@ -11,6 +12,7 @@
 
 extern "C" {
 #include "cache/disk_cache_inspect.h"
+#include "cache/exe_pool.h"
 }
 
 namespace torch_tpu {
@@ -80,6 +82,22 @@ void register_disk_cache(py::module_& m) {
     raise_if_error(tt_disk_cache_clear(root.c_str(), or_null(only), &removed, &freed));
     return std::make_tuple(removed, freed);
   }, py::arg("root"), py::arg("only") = "");
+  m.def("_executable_pool_stats", []() {
+    tt_pool_stats s = tt_pool_get_stats();
+    py::dict d;
+    d["live"] = s.live;
+    d["peak"] = s.peak;
+    d["cap"] = s.cap;
+    d["installs"] = s.installs;
+    d["evictions"] = s.evictions;
+    d["map_checks"] = s.map_checks;
+    d["maps_last"] = s.maps_last;
+    d["max_map_count"] = s.max_map_count;
+    return d;
+  });
+  m.def("_executable_pool_reset_peak", []() { tt_pool_reset_peak(); });
+  // 0: back to TORCH_TPU_MAX_LIVE_EXECUTABLES; lowering it unloads at once
+  m.def("_executable_pool_set_cap", [](size_t cap) { tt_pool_set_cap(cap); });
 }
 
 }  // namespace torch_tpu

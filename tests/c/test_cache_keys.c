@@ -11,10 +11,14 @@
  * optimization level, aliasing between arguments, a Scalar value that the
  * program depends on (arange's bounds).
  * Must not: nonzero offsets of views inside their storage, Scalar values
- * passed as runtime parameters (alpha), the values
- * of wrapped Python numbers, which storage a same-shaped tensor lives in. */
+ * passed as runtime parameters (alpha), the values of wrapped Python
+ * numbers, which storage a same-shaped tensor lives in.
+ *
+ * Also the pool of live executables (cache/exe_pool.h) that the cached
+ * programs' executables live in: its LRU order, cap and counts. */
 #include "core_glue.h"
 #include "cache/compile_cache.h"
+#include "cache/exe_pool.h"
 
 /* Runs op and returns 'H' when the cache had its key, 'M' when it did not
  * (the program was built), 'E' on an error. */
@@ -154,6 +158,70 @@ static void test_value_dependent_scalars_key_by_value(void) {
   glue_reset();
 }
 
+/* The pool of live executables (cache/exe_pool.h): a cap of 3 over 8
+ * entries (all holding references to one compiled program) keeps the 3
+ * most recently used, unloads the rest, and counts it all. */
+static void test_exe_pool(void) {
+  tt_runtime *rt = tt_core_runtime();
+  tt_executable *exe = NULL;
+  tt_compile_options opts = {.optimization_level = 0, .portable = true};
+  static const char ADD[] =
+      "module @add {\n"
+      "  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+      "    %0 = stablehlo.add %a, %a : tensor<4xf32>\n"
+      "    return %0 : tensor<4xf32>\n"
+      "  }\n"
+      "}\n";
+  tt_error *err = tt_compile(rt, ADD, strlen(ADD), &opts, &exe);
+  CHECK(err == NULL);
+  tt_error_free(err);
+  if (!exe) return;
+  tt_pool_set_cap(3);
+  tt_pool_reset_peak();
+  tt_pool_stats s0 = tt_pool_get_stats();
+  CHECK(s0.cap == 3 && s0.live == 0);
+  tt_pool_entry *e[8];
+  for (int i = 0; i < 8; i++) {
+    e[i] = tt_pool_entry_new();
+    CHECK(e[i] && tt_pool_acquire(e[i]) == NULL);
+  }
+  for (int i = 0; i < 8; i++) {
+    tt_executable *got = tt_pool_install(e[i], tt_executable_retain(exe));
+    CHECK(got == exe);
+    tt_executable_release(got);
+    if (i == 3) tt_executable_release(tt_pool_acquire(e[2])); /* 2 is recent again */
+  }
+  tt_pool_stats s = tt_pool_get_stats();
+  CHECK(s.live == 3 && s.peak <= 3 && s.evictions - s0.evictions == 5 &&
+            s.installs - s0.installs == 8);
+  /* resident: the last three installed (5, 6, 7); 2 was touched before 4..7 */
+  for (int i = 0; i < 8; i++) {
+    tt_executable *got = tt_pool_acquire(e[i]);
+    CHECK((got != NULL) == (i >= 5));
+    tt_executable_release(got);
+  }
+  /* a racing install keeps the first executable */
+  tt_executable *again = tt_pool_install(e[7], tt_executable_retain(exe));
+  CHECK(again == exe && tt_pool_get_stats().live == 3);
+  tt_executable_release(again);
+  /* a shared entry outlives one owner */
+  tt_pool_entry_retain(e[6]);
+  tt_pool_entry_release(e[6]);
+  tt_executable *held = tt_pool_acquire(e[6]);
+  CHECK(held == exe);
+  tt_executable_release(held);
+  CHECK(tt_pool_evict(1) == 2 && tt_pool_get_stats().live == 1);
+  for (int i = 0; i < 8; i++) tt_pool_entry_release(e[i]);
+  CHECK(tt_pool_get_stats().live == 0);
+  CHECK(tt_pool_count_maps() > 10);
+  err = tt_pool_before_compile();
+  CHECK(err == NULL);
+  tt_error_free(err);
+  tt_pool_set_cap(0);
+  CHECK(tt_pool_cap() >= 1);
+  tt_executable_release(exe);
+}
+
 int main(int argc, char **argv) {
   if (glue_init_runtime(argc > 1 ? argv[1] : NULL)) return 1;
   tt_set_default_mode(TT_MODE_STRICT);
@@ -168,5 +236,6 @@ int main(int argc, char **argv) {
   test_aliasing_changes_key();
   test_value_dependent_scalars_key_by_value();
   tt_cache_clear();
+  test_exe_pool();
   return glue_report("cache keys");
 }

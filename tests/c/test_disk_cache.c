@@ -666,8 +666,10 @@ static tt_program *make_program(tt_runtime *rt, const char *text) {
   tt_program *p = calloc(1, sizeof *p);
   tt_compile_options opts = {.optimization_level = 2, .portable = true};
   double t0 = now_s();
-  CHECK_OK(tt_compile(rt, text, strlen(text), &opts, &p->exe));
+  tt_executable *exe = NULL;
+  CHECK_OK(tt_compile(rt, text, strlen(text), &opts, &exe));
   double compile_s = now_s() - t0;
+  if (exe) tt_executable_release(tt_pool_install(&p->exe_slot, exe));
   p->text = strdup(text);
   p->n_params = 3;
   p->params = calloc(3, sizeof *p->params);
@@ -738,7 +740,7 @@ static void run_add_mul(tt_runtime *rt, tt_executable *exe) {
 
 static void test_program_round_trip(tt_runtime *rt, int iters) {
   tt_program *p = make_program(rt, ADD_MUL);
-  if (!p->exe) {
+  if (!p->exe_slot.exe) {
     tt_program_free(p);
     return;
   }
@@ -750,8 +752,8 @@ static void test_program_round_trip(tt_runtime *rt, int iters) {
   if (q) {
     CHECK(same_plan(p, q), "plan survives the round trip");
     CHECK(q->text && !strcmp(q->text, ADD_MUL), "text included");
-    CHECK(q->exe && tt_executable_num_outputs(q->exe) == 1, "executable loaded");
-    if (q->exe) run_add_mul(rt, q->exe);
+    CHECK(q->exe_slot.exe && tt_executable_num_outputs(q->exe_slot.exe) == 1, "executable loaded");
+    if (q->exe_slot.exe) run_add_mul(rt, q->exe_slot.exe);
   }
   tt_program_free(q);
 
@@ -764,8 +766,8 @@ static void test_program_round_trip(tt_runtime *rt, int iters) {
     CHECK_OK(tt_disk_cache_get(c, "add_mul.Tensor|f32[4]", 21, &back, &back_len));
     q = NULL;
     if (back) CHECK_OK(tt_program_deserialize(rt, back, back_len, &q));
-    CHECK(q && q->exe, "program from disk");
-    if (q && q->exe) run_add_mul(rt, q->exe);
+    CHECK(q && q->exe_slot.exe, "program from disk");
+    if (q && q->exe_slot.exe) run_add_mul(rt, q->exe_slot.exe);
     tt_program_free(q);
     free(back);
   }
@@ -784,9 +786,9 @@ static void test_program_round_trip(tt_runtime *rt, int iters) {
   /* Any single flipped bit in the plan (before the executable bytes, which
    * the disk cache's checksum guards) loads or is refused; never a crash. */
   size_t exe_len = 0;
-  if (p->exe) {
+  if (p->exe_slot.exe) {
     void *exe_bytes = NULL;
-    tt_error_free(tt_executable_serialize(p->exe, &exe_bytes, &exe_len));
+    tt_error_free(tt_executable_serialize(p->exe_slot.exe, &exe_bytes, &exe_len));
     free(exe_bytes);
   }
   int handled = 0, plan_bytes = (int)(len - exe_len - 8);
@@ -819,24 +821,23 @@ static void test_program_round_trip(tt_runtime *rt, int iters) {
   CHECK_OK(tt_program_serialize(p, false, &blob, &len));
   q = NULL;
   CHECK_OK(tt_program_deserialize(rt, blob, len, &q));
-  CHECK(q && q->text == NULL && q->exe, "text omitted");
+  CHECK(q && q->text == NULL && q->exe_slot.exe, "text omitted");
   tt_program_free(q);
   free(blob);
-  tt_executable_release(p->exe);
-  p->exe = NULL;
+  tt_pool_entry_clear(&p->exe_slot);
   p->declined = TT_ERR_NOT_IMPLEMENTED;
   p->decline_message = strdup("cummax: integer overflow semantics differ");
   CHECK_OK(tt_program_serialize(p, false, &blob, &len));
   q = NULL;
   CHECK_OK(tt_program_deserialize(rt, blob, len, &q));
-  CHECK(q && same_plan(p, q) && q->exe == NULL, "declined value-dependent program round trip");
+  CHECK(q && same_plan(p, q) && q->exe_slot.exe == NULL, "declined value-dependent program round trip");
   tt_program_free(q);
   free(blob);
   tt_program_free(p);
 
   /* Figures for a typical executable blob (the MLP-sized program). */
   p = make_program(rt, MLP);
-  if (!p->exe || !c) {
+  if (!p->exe_slot.exe || !c) {
     tt_program_free(p);
     tt_disk_cache_close(c);
     return;
@@ -869,7 +870,7 @@ static void test_program_round_trip(tt_runtime *rt, int iters) {
     tt_error_free(tt_program_deserialize(rt, back, back_len, &q));
   }
   double deser_s = (now_s() - t0) / iters;
-  CHECK(q && q->exe, "timed deserialize");
+  CHECK(q && q->exe_slot.exe, "timed deserialize");
   printf("  program blob %zu bytes (compile %.1f ms): put %.3f ms, get %.3f ms, "
          "deserialize %.3f ms\n",
          len, g_last_compile_s * 1e3, put_s * 1e3, get_s * 1e3, deser_s * 1e3);

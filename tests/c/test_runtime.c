@@ -230,6 +230,76 @@ static void run_add(tt_executable *exe, tt_runtime *rt, int device, const char *
   tt_buffer_release(out);
 }
 
+/* The last reference to an executable dropped right after launching it
+ * (the pool of live executables unloads programs that way): the launches
+ * still complete with the right values, and the executable is destroyed
+ * afterwards (by the reaper thread when launches were still running). */
+static void test_release_while_launched(tt_runtime *rt) {
+  tt_compile_options portable = {.optimization_level = 2, .portable = true};
+  long exes_before = 0;
+  tt_runtime_debug_counts(rt, NULL, &exes_before, NULL);
+  for (int round = 0; round < 20; round++) {
+    tt_executable *exe = NULL;
+    CHECK_OK(tt_compile(rt, ADD_F32, strlen(ADD_F32), &portable, &exe));
+    if (!exe) return;
+    const float x[4] = {1, 2, 3, 4};
+    const int64_t d4[1] = {4};
+    tt_buffer *acc = NULL;
+    CHECK_OK(tt_buffer_from_host(rt, 0, TT_F32, d4, 1, x, &acc));
+    for (int i = 0; acc && i < 32; i++) { /* acc doubles on each launch */
+      tt_buffer *args[2] = {acc, acc}, *out = NULL;
+      CHECK_OK(tt_execute(exe, 0, args, 2, &out, 1));
+      tt_buffer_release(acc);
+      acc = out;
+    }
+    tt_executable_release(exe); /* launches may still be running */
+    float r[4] = {0};
+    if (acc) CHECK_OK(tt_buffer_to_host(acc, r, sizeof r));
+    for (int i = 0; i < 4; i++)
+      CHECK(r[i] == x[i] * 4294967296.0f, "released-while-launched[%d] = %g", i, (double)r[i]);
+    tt_buffer_release(acc);
+  }
+  /* slow launches (512x512 products): surely still running at the release */
+  static const char MATMUL[] =
+      "module @mm {\n"
+      "  func.func public @main(%a: tensor<512x512xf32>) -> tensor<512x512xf32> {\n"
+      "    %0 = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : "
+      "(tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>\n"
+      "    return %0 : tensor<512x512xf32>\n"
+      "  }\n"
+      "}\n";
+  tt_executable *mm = NULL;
+  CHECK_OK(tt_compile(rt, MATMUL, strlen(MATMUL), &portable, &mm));
+  float *ones = malloc(512 * 512 * sizeof *ones);
+  const int64_t d2[2] = {512, 512};
+  tt_buffer *acc = NULL;
+  for (int i = 0; ones && i < 512 * 512; i++) ones[i] = 1.0f / 512;
+  if (mm && ones) CHECK_OK(tt_buffer_from_host(rt, 0, TT_F32, d2, 2, ones, &acc));
+  for (int i = 0; mm && acc && i < 16; i++) { /* (J/512)^2 = J/512: stays the same */
+    tt_buffer *args[1] = {acc}, *out = NULL;
+    CHECK_OK(tt_execute(mm, 0, args, 1, &out, 1));
+    tt_buffer_release(acc);
+    acc = out;
+  }
+  tt_executable_release(mm);
+  if (acc && ones) {
+    CHECK_OK(tt_buffer_to_host(acc, ones, 512 * 512 * sizeof *ones));
+    CHECK(ones[0] == 1.0f / 512 && ones[512 * 512 - 1] == 1.0f / 512, "chained products %g",
+          (double)ones[0]);
+  }
+  tt_buffer_release(acc);
+  free(ones);
+  CHECK_OK(tt_runtime_synchronize(rt));
+  long exes = -1;
+  for (int wait = 0; wait < 200; wait++) { /* the reaper destroys the last ones */
+    tt_runtime_debug_counts(rt, NULL, &exes, NULL);
+    if (exes == exes_before) break;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK(exes == exes_before, "executables left: %ld (before: %ld)", exes, exes_before);
+}
+
 static void test_compile_execute(tt_runtime *rt, double *compile_s) {
   tt_compile_options portable = {.optimization_level = 2, .portable = true};
   tt_compile_options fixed = {.optimization_level = 2, .portable = false};
@@ -691,6 +761,7 @@ int main(int argc, char **argv) {
   test_copy(rt);
   double t_compile = 0;
   test_compile_execute(rt, &t_compile);
+  test_release_while_launched(rt);
   test_threads(rt, iters / 10 > 0 ? iters / 10 : 1);
   CHECK_OK(tt_runtime_synchronize(rt));
 
