@@ -120,7 +120,8 @@ static tt_error *add_sub(tt_lower_ctx *c, bool subtract, bool reverse) {
                       "Subtraction, the `-` operator, with two bool tensors is not supported. "
                       "Use the `^` or `logical_xor()` operator instead.");
   const tt_scalar *alpha = tt_lc_scalar_ref(c, 2);
-  if (alpha && alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(dt))
+  if (alpha && alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(dt) &&
+      !tt_dtype_is_complex(dt))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "For integral input tensors, argument alpha must not be a floating point number.");
   if (alpha && alpha->kind == TT_SCALAR_BOOL && dt != TT_BOOL)
@@ -194,7 +195,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   tt_builder *b = tt_lc_builder(c);
   binop o;
   if (!mode) {
-    if (!tt_dtype_is_floating(dt)) dt = TT_DEFAULT_FLOAT;
+    if (!tt_dtype_is_floating(dt) && !tt_dtype_is_complex(dt)) dt = TT_DEFAULT_FLOAT;
     TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
     output(c, &o, bin(b, TT_OP_DIVIDE, o.x, o.y));
     return NULL;
@@ -205,6 +206,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
                       "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'",
                       mode);
   if (dt == TT_BOOL) return tt_lc_decline(c, "rounding division of bool");
+  if (tt_dtype_is_complex(dt)) return tt_lc_decline(c, "rounding division of complex");
   TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
   tt_val r;
   if (tt_dtype_is_floating(dt))

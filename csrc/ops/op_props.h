@@ -17,6 +17,9 @@ typedef enum {
   /* computed through complex intermediates, which tpu cannot hold: the
    * whole op runs on CPU (its CPU errors included) */
   TT_PROP_COMPLEX_ON_CPU = 8,
+  /* its lowering computes complex tensors correctly; an op without this
+   * bit that meets a complex tensor (or dtype) runs on CPU */
+  TT_PROP_COMPLEX_NATIVE = 16,
 } tt_op_prop;
 
 /* The properties (a set of tt_op_prop bits) of op_name, "cat.out" or "cat"
