@@ -130,6 +130,7 @@ tt_tensor_ref* describe(ArgArena& arena, const at::Tensor& t, c10::DeviceIndex* 
   if (t.dim() == 0 && at::isComplexType(t.scalar_type())) {  // a complex CPU scalar: uploaded
     at::Tensor up = t.resolve_conj().resolve_neg().to(
         at::Device(c10::DeviceType::PrivateUse1, std::max<int>(*device, 0)));
+    up.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
     arena.keep_alive.push_back(up);
     arena.complex = true;
     describe_tensor(up, ref);
@@ -208,6 +209,13 @@ void convert_arg(ArgArena& arena, const c10::Argument& schema_arg, const c10::IV
       out->count = static_cast<int>(arena.scalar_lists.back().size());
       out->u.scalars = arena.scalar_lists.back().data();
     }
+  } else if (kind == c10::TypeKind::NumberType && v.isComplexDouble()) {
+    // a complex Scalar (x * 1j): a wrapped 0-dim tensor on the device, which
+    // lowerings read like a Scalar (type promotion included)
+    at::Tensor t = at::scalar_tensor(v.toComplexDouble(), at::kComplexDouble);
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    out->kind = TT_ARG_TENSOR;
+    out->u.tensor = describe(arena, t, device, false, op, false);
   } else if (kind == c10::TypeKind::NumberType) {
     out->kind = TT_ARG_SCALAR;
     out->u.s = to_scalar(v);
