@@ -19,7 +19,7 @@ static tt_dtype tensor_dtype(const tt_lower_ctx *c, int i) {
 static tt_error *two_parts(tt_lower_ctx *c, tt_val *x, tt_val *y) {
   tt_dtype a = tensor_dtype(c, 0), d = tensor_dtype(c, 1);
   if (a != d)
-    return tt_lc_fail(c, TT_ERR_TYPE, "Expected object of scalar type %s but got scalar type %s "
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Expected object of scalar type %s but got scalar type %s "
                       "for second argument", tt_dtype_torch_name(a), tt_dtype_torch_name(d));
   if (a != TT_F32 && a != TT_F64)
     return tt_lc_decline(c, "%s of %s parts", tt_lc_op_name(c), tt_dtype_name(a));

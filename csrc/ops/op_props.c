@@ -52,7 +52,12 @@ static const op_rule rules[] = {
     {"roll", false, TT_PROP_COMPLEX_NATIVE},
     {"flip", false, TT_PROP_COMPLEX_NATIVE},
     {"where", false, TT_PROP_COMPLEX_NATIVE},
-    {"unfold_backward", false, TT_PROP_COMPLEX_NATIVE},
+    {"unfold_backward", false, TT_PROP_COMPLEX_NATIVE}, /* istft's overlap-add */
+    /* stft's centring pads (forward only: data movement) */
+    {"reflection_pad1d", false, TT_PROP_COMPLEX_NATIVE},
+    {"reflection_pad2d", false, TT_PROP_COMPLEX_NATIVE},
+    {"replication_pad1d", false, TT_PROP_COMPLEX_NATIVE},
+    {"replication_pad2d", false, TT_PROP_COMPLEX_NATIVE},
 };
 
 #define N_RULES (sizeof rules / sizeof rules[0])

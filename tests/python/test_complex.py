@@ -120,7 +120,7 @@ def test_complex_polar(no_fallbacks):
     re, im = torch.randn(4, 3), torch.randn(4, 3)
     close(torch.complex(re.to(DEV), im.to(DEV)), torch.complex(re, im))
     close(torch.polar(re.abs().to(DEV), im.to(DEV)), torch.polar(re.abs(), im))
-    with pytest.raises(TypeError):
+    with pytest.raises(RuntimeError, match="Expected object of scalar type Float"):
         torch.complex(re.to(DEV), im.double().to(DEV))
 
 
@@ -295,6 +295,15 @@ def test_stft_istft(no_fallbacks):
                     return_complex=False, center=False)
     close(Sr, torch.stft(w, 256, hop_length=64, window=torch.hann_window(256), return_complex=False,
                          center=False), 1e-4)
+
+
+def test_stft_of_complex_signal(no_fallbacks):
+    w = torch.randn(3, 600, dtype=torch.complex64)
+    win = torch.hann_window(128)
+    S = torch.stft(w.to(DEV), 128, hop_length=32, window=win.to(DEV), return_complex=True)
+    close(S, torch.stft(w, 128, hop_length=32, window=win, return_complex=True), 1e-4)
+    back = torch.istft(S, 128, hop_length=32, window=win.to(DEV), return_complex=True, length=600)
+    close(back, w, 1e-4)
 
 
 def logmel(wave, fb):
