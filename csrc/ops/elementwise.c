@@ -289,6 +289,25 @@ static tt_error *lower_pow(tt_lower_ctx *c) {
       return NULL;
     }
   }
+  /* complex base, Python-number exponent: ATen's special cases (0 and 1,
+   * then squares, cubes and their reciprocals by multiplication, the
+   * square-root family by its kernels); other exponents use the power */
+  if (tt_dtype_is_complex(dt) && e && e->kind == TT_ARG_SCALAR && !is_scalar_arg(c, 0)) {
+    double v = tt_lc_scalar_value(c, 1);
+    tt_val x = o.x, sq = bin(b, TT_OP_MULTIPLY, x, x), one = tt_full_like(b, x, 1), r = TT_INVALID;
+    if (v == 0) r = one;
+    else if (v == 1) r = x;
+    else if (v == 2) r = sq;
+    else if (v == 3) r = bin(b, TT_OP_MULTIPLY, sq, x);
+    else if (v == -2) r = bin(b, TT_OP_DIVIDE, one, sq);
+    else if (v == -1) r = bin(b, TT_OP_DIVIDE, one, x);
+    else if (v == 0.5) r = tt_b_un(b, TT_OP_SQRT, x);
+    else if (v == -0.5) r = tt_b_un(b, TT_OP_RSQRT, x);
+    if (r != TT_INVALID) {
+      output(c, &o, r);
+      return NULL;
+    }
+  }
   output(c, &o, bin(b, TT_OP_POWER, o.x, o.y));
   return NULL;
 }

@@ -31,7 +31,7 @@ static const op_rule rules[] = {
      * complex tensor runs on CPU); in-place forms listed beside their ops */
 #define CX(op) {op, false, TT_PROP_COMPLEX_NATIVE}, {op "_", false, TT_PROP_COMPLEX_NATIVE}
     CX("add"), CX("sub"), CX("rsub"), CX("mul"), CX("div"), CX("neg"), CX("exp"), CX("log"),
-    CX("sqrt"), CX("rsqrt"), CX("sin"), CX("cos"), CX("tanh"), CX("reciprocal"), CX("sgn"),
+    CX("sqrt"), CX("rsqrt"), CX("pow"), CX("sin"), CX("cos"), CX("tanh"), CX("reciprocal"), CX("sgn"),
     CX("abs"), CX("conj_physical"), CX("copy"), CX("fill"), CX("zero"), CX("eq"), CX("ne"),
 #undef CX
     {"_conj_physical", false, TT_PROP_COMPLEX_NATIVE},

@@ -111,6 +111,20 @@ def test_binary(name, no_fallbacks):
     close(t, getattr(a.clone(), name + "_")(b))
 
 
+@pytest.mark.parametrize("e", [0, 1, 2, 3, -2, -1, 0.5, -0.5, 1.7])
+def test_pow(e, no_fallbacks):
+    z = torch.randn(4, 5, dtype=torch.complex64)
+    close(z.to(DEV) ** e, z ** e, 1e-5)
+
+
+def test_pow_tensor_exponent(no_fallbacks):
+    z = torch.randn(4, 5, dtype=torch.complex64)
+    w = torch.randn(4, 5, dtype=torch.complex64) * 0.5
+    close(torch.pow(z.to(DEV), w.to(DEV)), torch.pow(z, w), 1e-4)
+    close(2 ** w.to(DEV), 2 ** w, 1e-5)
+    close(z.to(DEV) ** 1j, z ** 1j, 1e-4)
+
+
 def test_abs_inplace_refused():
     with pytest.raises(RuntimeError, match="In-place abs is not supported for complex tensors"):
         torch.randn(3, dtype=torch.complex64).to(DEV).abs_()
