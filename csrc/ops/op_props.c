@@ -31,7 +31,8 @@ static const op_rule rules[] = {
      * complex tensor runs on CPU); in-place forms listed beside their ops */
 #define CX(op) {op, false, TT_PROP_COMPLEX_NATIVE}, {op "_", false, TT_PROP_COMPLEX_NATIVE}
     CX("add"), CX("sub"), CX("rsub"), CX("mul"), CX("div"), CX("neg"), CX("exp"), CX("log"),
-    CX("sqrt"), CX("rsqrt"), CX("pow"), CX("sin"), CX("cos"), CX("tanh"), CX("reciprocal"), CX("sgn"),
+    CX("sqrt"), CX("rsqrt"), CX("pow"), CX("log2"), CX("log10"), CX("expm1"), CX("log1p"),
+    CX("masked_fill"), CX("addmm"), CX("baddbmm"), CX("addbmm"), CX("addmv"), CX("cumsum"), CX("sin"), CX("cos"), CX("tanh"), CX("reciprocal"), CX("sgn"),
     CX("abs"), CX("conj_physical"), CX("copy"), CX("fill"), CX("zero"), CX("eq"), CX("ne"),
 #undef CX
     {"_conj_physical", false, TT_PROP_COMPLEX_NATIVE},
@@ -42,6 +43,8 @@ static const op_rule rules[] = {
     {"_to_copy", false, TT_PROP_COMPLEX_NATIVE},
     {"mm", false, TT_PROP_COMPLEX_NATIVE},
     {"bmm", false, TT_PROP_COMPLEX_NATIVE},
+    {"mv", false, TT_PROP_COMPLEX_NATIVE},
+    {"dot", false, TT_PROP_COMPLEX_NATIVE}, /* not vdot: its lowering does not conjugate */
     {"sum", false, TT_PROP_COMPLEX_NATIVE},
     {"mean", false, TT_PROP_COMPLEX_NATIVE},
     {"_fft_r2c", false, TT_PROP_COMPLEX_NATIVE},

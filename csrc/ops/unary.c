@@ -20,10 +20,15 @@ static tt_val f_exp(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_EXPONENTIAL
 static tt_val f_exp2(tt_builder *b, tt_val x) { return tt_b_bin(b, TT_OP_POWER, tt_full_like(b, x, 2), x); }
 static tt_val f_expm1(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_EXPM1, x); }
 static tt_val f_log(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_LOG, x); }
-static tt_val f_log2(tt_builder *b, tt_val x) { return tt_mul(b, uc_un(b, TT_OP_LOG, x), tt_full_like(b, x, 1 / M_LN2)); }
-static tt_val f_log10(tt_builder *b, tt_val x) {
-  return tt_mul(b, uc_un(b, TT_OP_LOG, x), tt_full_like(b, x, 1 / M_LN10));
+/* x * k for a real k; a complex x is scaled per component (a complex
+ * product would turn log(0) = -inf + 0i into NaNs) */
+static tt_val scale_by(tt_builder *b, tt_val x, double k) {
+  if (!tt_dtype_is_complex(tt_b_dtype(b, x))) return tt_mul(b, x, tt_full_like(b, x, k));
+  tt_val re = tt_b_real(b, x), im = tt_b_imag(b, x);
+  return tt_b_complex(b, tt_mul(b, re, tt_full_like(b, re, k)), tt_mul(b, im, tt_full_like(b, im, k)));
 }
+static tt_val f_log2(tt_builder *b, tt_val x) { return scale_by(b, uc_un(b, TT_OP_LOG, x), 1 / M_LN2); }
+static tt_val f_log10(tt_builder *b, tt_val x) { return scale_by(b, uc_un(b, TT_OP_LOG, x), 1 / M_LN10); }
 static tt_val f_log1p(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_LOG1P, x); }
 static tt_val f_sqrt(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_SQRT, x); }
 static tt_val f_rsqrt(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_RSQRT, x); }

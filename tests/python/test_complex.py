@@ -86,7 +86,7 @@ def test_complex_to_real_copy_keeps_real_part():
 # ------------------------------------------------------------- elementwise, matmul, reductions
 
 UNARY = ["exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "neg", "reciprocal", "sgn", "angle",
-         "abs", "conj_physical"]
+         "abs", "conj_physical", "log2", "log10", "expm1", "log1p"]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -97,6 +97,9 @@ def test_unary(name, no_fallbacks):
         z[0, 0] = 1
     f = getattr(torch, name)
     close(f(z.to(DEV)), f(z))
+    if name in ("log", "log2", "log10"):  # log(0) = -inf + 0j
+        zero = torch.zeros(2, dtype=torch.complex64)
+        close(f(zero.to(DEV)), f(zero))
 
 
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
@@ -149,6 +152,35 @@ def test_matmul_and_reductions(no_fallbacks):
     close(a.to(DEV).sum(), a.sum(), 1e-4)
     close(a.to(DEV).sum((0, 2)), a.sum((0, 2)), 1e-4)
     close(a.to(DEV).mean(1, keepdim=True), a.mean(1, keepdim=True))
+
+
+def test_linear_family(no_fallbacks):
+    z = torch.randn(6, 5, dtype=torch.complex64)
+    a = torch.randn(5, 4, dtype=torch.complex64)
+    bias = torch.randn(4, dtype=torch.complex64)
+    Z, A, B = z.to(DEV), a.to(DEV), bias.to(DEV)
+    close(torch.addmm(B, Z, A, beta=0.5, alpha=2), torch.addmm(bias, z, a, beta=0.5, alpha=2), 1e-4)
+    close(torch.addmm(B, Z, A.conj()), torch.addmm(bias, z, a.conj()), 1e-4)
+    lin = torch.nn.Linear(5, 4, dtype=torch.complex64)
+    close(torch.nn.functional.linear(Z, lin.weight.to(DEV), lin.bias.to(DEV)), lin(z), 1e-4)
+    b1 = torch.randn(3, 6, 5, dtype=torch.complex64)
+    b2 = torch.randn(3, 5, 4, dtype=torch.complex64)
+    inp = torch.randn(6, 4, dtype=torch.complex64)
+    close(torch.baddbmm(inp.to(DEV), b1.to(DEV), b2.to(DEV)), torch.baddbmm(inp, b1, b2), 1e-4)
+    close(torch.addbmm(inp.to(DEV), b1.to(DEV), b2.to(DEV)), torch.addbmm(inp, b1, b2), 1e-4)
+    v = torch.randn(5, dtype=torch.complex64)
+    close(torch.mv(Z, v.to(DEV)), torch.mv(z, v), 1e-4)
+    close(torch.addmv(Z[:, 0], Z, v.to(DEV)), torch.addmv(z[:, 0], z, v), 1e-4)
+    close(torch.dot(v.to(DEV).conj(), v.to(DEV)), torch.dot(v.conj(), v))
+    close(torch.cumsum(Z, 1), torch.cumsum(z, 1))
+    m = torch.rand(6, 5) > 0.5
+    close(Z.masked_fill(m.to(DEV), 2 - 1j), z.masked_fill(m, 2 - 1j))
+
+
+def test_vdot_conjugates():
+    # vdot's lowering does not conjugate: complex vdot runs on CPU, correctly
+    v = torch.randn(5, dtype=torch.complex64)
+    close(torch.vdot(v.to(DEV), v.to(DEV) * 1j), torch.vdot(v, v * 1j))
 
 
 # ------------------------------------------------------------- views and conj bits
