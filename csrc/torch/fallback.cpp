@@ -49,7 +49,7 @@ struct ArgArena {
     size_t tensors = 0;
     for (size_t i = begin; i < begin + n; i++) {
       const c10::IValue& v = stack[i];
-      if (v.isTensor()) tensors++;
+      if (v.isTensor() || v.isComplexDouble()) tensors++;  // complex Scalars become tensors
       else if (v.isList()) tensors += v.toListRef().size();
     }
     refs.clear();

@@ -161,6 +161,9 @@ def test_linear_family(no_fallbacks):
     Z, A, B = z.to(DEV), a.to(DEV), bias.to(DEV)
     close(torch.addmm(B, Z, A, beta=0.5, alpha=2), torch.addmm(bias, z, a, beta=0.5, alpha=2), 1e-4)
     close(torch.addmm(B, Z, A.conj()), torch.addmm(bias, z, a.conj()), 1e-4)
+    # two complex Scalars in one call (each becomes a device tensor argument)
+    close(torch.addmm(B, Z, A, beta=1 + 2j, alpha=2 - 3j), torch.addmm(bias, z, a, beta=1 + 2j, alpha=2 - 3j),
+          1e-4)
     lin = torch.nn.Linear(5, 4, dtype=torch.complex64)
     close(torch.nn.functional.linear(Z, lin.weight.to(DEV), lin.bias.to(DEV)), lin(z), 1e-4)
     b1 = torch.randn(3, 6, 5, dtype=torch.complex64)
