@@ -180,6 +180,18 @@ def test_linear_family(no_fallbacks):
     close(Z.masked_fill(m.to(DEV), 2 - 1j), z.masked_fill(m, 2 - 1j))
 
 
+def test_complex_value_into_real_tensor_raises():
+    x = torch.randn(3).to(DEV)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        x.masked_fill(x > 0, 1j)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        x.fill_(2j)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        x.mul_(torch.ones(3, dtype=torch.complex64).to(DEV))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.add(x, 1j, out=torch.empty(3, device=DEV))
+
+
 def test_vdot_conjugates():
     # vdot's lowering does not conjugate: complex vdot runs on CPU, correctly
     v = torch.randn(5, dtype=torch.complex64)
