@@ -46,7 +46,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-DTYPE_NAMES = ["float32", "bfloat16", "float16", "int64", "int32", "bool"]
+# complex64 is measured by default (one sample, as the minor dtypes);
+# complex128 on request (--dtypes complex128)
+DTYPE_NAMES = ["float32", "bfloat16", "float16", "int64", "int32", "bool", "complex64"]
 CLASSES = ["native_pass", "fallback_pass", "mismatch", "expected_error",
            "unexpected_error", "crash"]
 DIRECTIONS = ["forward", "backward", "error"]
@@ -60,7 +62,7 @@ RANDOM_NAME_PARTS = ("dropout", "rand", "bernoulli", "multinomial", "normal", "u
 
 _MARK = "@@CONF@@ "
 FOREACH_TENSORS = 3
-MINOR_DTYPES = ("float16", "int32", "bool")
+MINOR_DTYPES = ("float16", "int32", "bool", "complex64", "complex128")
 
 
 # ---------------------------------------------------------------- op catalogue
@@ -659,7 +661,8 @@ def plan(args):
     # The targeted (dtype, direction) pairs first, so a time-boxed run measures them.
     prio = [("float32", "forward"), ("float32", "backward"), ("bfloat16", "forward"),
             ("int64", "forward"), ("any", "error"), ("float16", "forward"),
-            ("int32", "forward"), ("bool", "forward")]
+            ("int32", "forward"), ("bool", "forward"), ("complex64", "forward"),
+            ("float64", "forward"), ("complex128", "forward")]
     cases.sort(key=lambda c: prio.index((c["dtype"], c["dir"])))
     return cases
 

@@ -194,8 +194,9 @@ def write_report(results, wall, args, path, *, opinfos, classes, foreach_tensors
     L.append("- Every tensor of a sample is copied to tpu; `tensor_split`'s sample 0 passes an "
              "index tensor that PyTorch requires on CPU, so its unexpected_error is the "
              "runner's, not the backend's.")
-    L.append("- Outputs CPU returns as complex, sparse or uint64 count against the backend "
-             "(it has no such dtypes/layouts): most unexpected errors are fft/complex ops.")
+    L.append("- Outputs CPU returns as sparse or uint64 count against the backend "
+             "(it has no such layouts/dtypes). complex64/complex128 are tpu dtypes: ops "
+             "without a complex lowering run on CPU (fallback_pass).")
     L.append("- Gradient strides are not compared (PyTorch does not promise them).")
     cpu_accepts = sorted({r["key"] for r in results if r["dir"] == "error" and any(
         smp.get("detail", "").startswith("CPU does not raise") for smp in r.get("samples", []))})

@@ -16,6 +16,8 @@ static const dtype_info infos[] = {
     [TT_F16] = {"float16", "f16", 2, "Half"},   [TT_BF16] = {"bfloat16", "bf16", 2, "BFloat16"},
     [TT_F32] = {"float32", "f32", 4, "Float"},   [TT_F64] = {"float64", "f64", 8, "Double"},
     [TT_U32] = {"uint32", "ui32", 4, "UInt32"},   [TT_U64] = {"uint64", "ui64", 8, "UInt64"},
+    [TT_C64] = {"complex64", "complex<f32>", 8, "ComplexFloat"},
+    [TT_C128] = {"complex128", "complex<f64>", 16, "ComplexDouble"},
 };
 _Static_assert(sizeof infos / sizeof infos[0] == TT_DTYPE_COUNT, "dtype table out of date");
 
@@ -37,8 +39,20 @@ bool tt_dtype_is_signed(tt_dtype dt) {
   return dt == TT_I8 || dt == TT_I16 || dt == TT_I32 || dt == TT_I64 || tt_dtype_is_floating(dt);
 }
 
+bool tt_dtype_is_complex(tt_dtype dt) { return dt == TT_C64 || dt == TT_C128; }
+
+tt_dtype tt_dtype_real_part(tt_dtype dt) {
+  return dt == TT_C64 ? TT_F32 : dt == TT_C128 ? TT_F64 : dt;
+}
+
+tt_dtype tt_dtype_to_complex(tt_dtype dt) {
+  if (tt_dtype_is_complex(dt)) return dt;
+  return dt == TT_F64 ? TT_C128 : TT_C64;
+}
+
 int tt_dtype_category(tt_dtype dt) {
   if (dt == TT_BOOL) return 0;
+  if (tt_dtype_is_complex(dt)) return 3;
   return tt_dtype_is_floating(dt) ? 2 : 1;
 }
 
@@ -59,11 +73,19 @@ tt_dtype tt_promote(tt_dtype a, tt_dtype b) {
       /* f4 */ {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8},
       /* f8 */ {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8},
   };
+  /* complex: the complex type of the promoted component types
+   * (complex64 + float64 -> complex128, int64 + complex64 -> complex64) */
+  if (tt_dtype_is_complex(a) || tt_dtype_is_complex(b)) {
+    if (a > TT_F64 && !tt_dtype_is_complex(a)) return TT_I64;
+    if (b > TT_F64 && !tt_dtype_is_complex(b)) return TT_I64;
+    return tt_dtype_to_complex(tt_promote(tt_dtype_real_part(a), tt_dtype_real_part(b)));
+  }
   if (a > TT_F64 || b > TT_F64) return a == b ? a : TT_I64;
   return table[a][b];
 }
 
 bool tt_can_cast(tt_dtype from, tt_dtype to) {
+  if (tt_dtype_is_complex(from) && !tt_dtype_is_complex(to)) return false;
   if (tt_dtype_is_floating(from) && !tt_dtype_is_floating(to)) return false;
   if (from != TT_BOOL && to == TT_BOOL) return false;
   return true;

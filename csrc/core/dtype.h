@@ -21,6 +21,8 @@ typedef enum {
   TT_F64,
   TT_U32, /* internal only (random bits); never a torch dtype */
   TT_U64, /* internal only (rng state) */
+  TT_C64,  /* complex64: pairs of f32 (real, imaginary) */
+  TT_C128, /* complex128: pairs of f64 */
   TT_DTYPE_COUNT
 } tt_dtype;
 
@@ -29,15 +31,22 @@ typedef enum {
 size_t tt_dtype_size(tt_dtype dt);
 const char *tt_dtype_name(tt_dtype dt);      /* "float32" */
 const char *tt_dtype_torch_name(tt_dtype dt); /* PyTorch's ScalarType name: "Float", "Long" */
-const char *tt_dtype_mlir(tt_dtype dt);      /* "f32", "i1", "ui8" */
+const char *tt_dtype_mlir(tt_dtype dt);      /* "f32", "i1", "ui8", "complex<f32>" */
 bool tt_dtype_is_floating(tt_dtype dt);
 bool tt_dtype_is_integral(tt_dtype dt);      /* excludes bool */
 bool tt_dtype_is_signed(tt_dtype dt);
+bool tt_dtype_is_complex(tt_dtype dt);
+/* The element type of each component of a complex dtype (c64 -> f32,
+ * c128 -> f64); dt itself for a real dtype. */
+tt_dtype tt_dtype_real_part(tt_dtype dt);
+/* The complex dtype holding values of dt, as torch promotes: f64 -> c128,
+ * every other real dtype -> c64; dt itself when complex. */
+tt_dtype tt_dtype_to_complex(tt_dtype dt);
 
 /* torch.promote_types */
 tt_dtype tt_promote(tt_dtype a, tt_dtype b);
 
-/* Category for result_type: 0 bool, 1 integral, 2 floating. */
+/* Category for result_type: 0 bool, 1 integral, 2 floating, 3 complex. */
 int tt_dtype_category(tt_dtype dt);
 
 /* torch.can_cast(from, to): the rule in-place and out= results obey. */

@@ -239,6 +239,8 @@ tt_val tt_lc_scalar(tt_lower_ctx *c, int i, tt_dtype dt) {
   if (!a || (a->kind != TT_ARG_SCALAR && a->kind != TT_ARG_INT && a->kind != TT_ARG_DOUBLE &&
              a->kind != TT_ARG_BOOL))
     return tt_b_fail(c->b, TT_ERR_RUNTIME, "internal: argument %d is not a scalar", i);
+  if (tt_dtype_is_complex(dt)) /* scalars are real: passed as the component type */
+    return tt_b_convert(c->b, tt_lc_scalar(c, i, tt_dtype_real_part(dt)), dt);
   return add_param(c, TT_PARAM_SCALAR, i, -1, dt, tt_shape_scalar(dt));
 }
 
@@ -248,6 +250,8 @@ tt_val tt_lc_scalar_list(tt_lower_ctx *c, int i, int j, tt_dtype dt) {
              a->kind != TT_ARG_INT_LIST))
     return tt_b_fail(c->b, TT_ERR_RUNTIME, "internal: argument %d is not a scalar list", i);
   if (j < 0 || j >= a->count) return tt_b_fail(c->b, TT_ERR_RUNTIME, "internal: bad list index");
+  if (tt_dtype_is_complex(dt))
+    return tt_b_convert(c->b, tt_lc_scalar_list(c, i, j, tt_dtype_real_part(dt)), dt);
   return add_param(c, TT_PARAM_SCALAR, i, j, dt, tt_shape_scalar(dt));
 }
 

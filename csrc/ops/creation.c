@@ -35,6 +35,9 @@ static tt_error *lower_fill(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
                       v->u.tensor->ndim);
+  if (v && v->kind == TT_ARG_TENSOR && tt_dtype_is_complex(v->u.tensor->dtype) &&
+      !tt_dtype_is_complex(self->dtype))
+    return tt_lc_decline(c, "complex value into %s", tt_dtype_name(self->dtype)); /* CPU raises */
   tt_val s = tt_lc_scalar(c, 1, self->dtype);
   tt_lc_output(c, tt_b_broadcast_to(b, s, self->ndim, self->sizes));
   return NULL;

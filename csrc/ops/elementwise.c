@@ -120,7 +120,8 @@ static tt_error *add_sub(tt_lower_ctx *c, bool subtract, bool reverse) {
                       "Subtraction, the `-` operator, with two bool tensors is not supported. "
                       "Use the `^` or `logical_xor()` operator instead.");
   const tt_scalar *alpha = tt_lc_scalar_ref(c, 2);
-  if (alpha && alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(dt))
+  if (alpha && alpha->kind == TT_SCALAR_FLOAT && !tt_dtype_is_floating(dt) &&
+      !tt_dtype_is_complex(dt))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "For integral input tensors, argument alpha must not be a floating point number.");
   if (alpha && alpha->kind == TT_SCALAR_BOOL && dt != TT_BOOL)
@@ -194,7 +195,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   tt_builder *b = tt_lc_builder(c);
   binop o;
   if (!mode) {
-    if (!tt_dtype_is_floating(dt)) dt = TT_DEFAULT_FLOAT;
+    if (!tt_dtype_is_floating(dt) && !tt_dtype_is_complex(dt)) dt = TT_DEFAULT_FLOAT;
     TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
     output(c, &o, bin(b, TT_OP_DIVIDE, o.x, o.y));
     return NULL;
@@ -205,6 +206,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
                       "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'",
                       mode);
   if (dt == TT_BOOL) return tt_lc_decline(c, "rounding division of bool");
+  if (tt_dtype_is_complex(dt)) return tt_lc_decline(c, "rounding division of complex");
   TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
   tt_val r;
   if (tt_dtype_is_floating(dt))
@@ -283,6 +285,25 @@ static tt_error *lower_pow(tt_lower_ctx *c) {
   if ((dt == TT_F32 || dt == TT_F64) && e && e->kind == TT_ARG_SCALAR && !is_scalar_arg(c, 0)) {
     tt_val r;
     if (pow_by_exponent(b, tt_lc_scalar_value(c, 1), o.x, &r)) {
+      output(c, &o, r);
+      return NULL;
+    }
+  }
+  /* complex base, Python-number exponent: ATen's special cases (0 and 1,
+   * then squares, cubes and their reciprocals by multiplication, the
+   * square-root family by its kernels); other exponents use the power */
+  if (tt_dtype_is_complex(dt) && e && e->kind == TT_ARG_SCALAR && !is_scalar_arg(c, 0)) {
+    double v = tt_lc_scalar_value(c, 1);
+    tt_val x = o.x, sq = bin(b, TT_OP_MULTIPLY, x, x), one = tt_full_like(b, x, 1), r = TT_INVALID;
+    if (v == 0) r = one;
+    else if (v == 1) r = x;
+    else if (v == 2) r = sq;
+    else if (v == 3) r = bin(b, TT_OP_MULTIPLY, sq, x);
+    else if (v == -2) r = bin(b, TT_OP_DIVIDE, one, sq);
+    else if (v == -1) r = bin(b, TT_OP_DIVIDE, one, x);
+    else if (v == 0.5) r = tt_b_un(b, TT_OP_SQRT, x);
+    else if (v == -0.5) r = tt_b_un(b, TT_OP_RSQRT, x);
+    if (r != TT_INVALID) {
       output(c, &o, r);
       return NULL;
     }

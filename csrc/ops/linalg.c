@@ -45,7 +45,10 @@ static tt_error *axpby(tt_lower_ctx *c, int self_i, int beta_i, int alpha_i, tt_
  * exactly. */
 static tt_error *check_scalars(tt_lower_ctx *c, tt_dtype dt, int beta_i, int alpha_i) {
   const tt_scalar *be = tt_lc_scalar_ref(c, beta_i), *al = tt_lc_scalar_ref(c, alpha_i);
-  if (!be || !al) return tt_lc_decline(c, "beta/alpha are not Scalars");
+  /* a complex product also takes complex beta/alpha (wrapped 0-dim tensors) */
+  bool cx = tt_dtype_is_complex(dt);
+  if ((!be && !(cx && linalg_is_tensor(c, beta_i))) || (!al && !(cx && linalg_is_tensor(c, alpha_i))))
+    return tt_lc_decline(c, "beta/alpha are not Scalars");
   /* CPU truncates float beta/alpha to the integral dtype (1.7 -> 1), as the
    * runtime parameter conversion does; uint8 may overflow-check instead. */
   if (dt == TT_U8 && (be->kind == TT_SCALAR_FLOAT || al->kind == TT_SCALAR_FLOAT))

@@ -2,9 +2,11 @@
  * (see linalg_common.h). */
 #include "ops/linalg_common.h"
 
-/* Dtypes CPU PyTorch multiplies matrices in: floats and integers (no bool). */
+/* Dtypes CPU PyTorch multiplies matrices in: floats, integers (no bool),
+ * complex (dot_general multiplies complex values; only the ops op_props.c
+ * lists as complex-native ever see them). */
 bool linalg_matmul_dtype_ok(tt_dtype dt) {
-  return tt_dtype_is_floating(dt) || dt == TT_U8 || dt == TT_I8 || dt == TT_I16 || dt == TT_I32 ||
+  return tt_dtype_is_floating(dt) || tt_dtype_is_complex(dt) || dt == TT_U8 || dt == TT_I8 || dt == TT_I16 || dt == TT_I32 ||
          dt == TT_I64;
 }
 

@@ -27,16 +27,40 @@ static const op_rule rules[] = {
     {"_index_put", true, TT_PROP_UPLOAD_CPU_ARGS},
     {"_foreach", true, TT_PROP_UPLOAD_CPU_ARGS},
     {"_fused", true, TT_PROP_UPLOAD_CPU_ARGS},
-    /* computed through complex intermediates */
-    {"complex", false, TT_PROP_COMPLEX_ON_CPU},
-    {"polar", false, TT_PROP_COMPLEX_ON_CPU},
-    {"fft_hfft", false, TT_PROP_COMPLEX_ON_CPU},
-    {"fft_irfft", false, TT_PROP_COMPLEX_ON_CPU},
-    {"fft_ihfft", false, TT_PROP_COMPLEX_ON_CPU},
-    {"fft_hfft2", false, TT_PROP_COMPLEX_ON_CPU},
-    {"fft_irfft2", false, TT_PROP_COMPLEX_ON_CPU},
-    {"fft_hfftn", false, TT_PROP_COMPLEX_ON_CPU},
-    {"fft_irfftn", false, TT_PROP_COMPLEX_ON_CPU},
+    /* lowerings that compute complex values (every other op meeting a
+     * complex tensor runs on CPU); in-place forms listed beside their ops */
+#define CX(op) {op, false, TT_PROP_COMPLEX_NATIVE}, {op "_", false, TT_PROP_COMPLEX_NATIVE}
+    CX("add"), CX("sub"), CX("rsub"), CX("mul"), CX("div"), CX("neg"), CX("exp"), CX("log"),
+    CX("sqrt"), CX("rsqrt"), CX("pow"), CX("log2"), CX("log10"), CX("expm1"), CX("log1p"),
+    CX("masked_fill"), CX("addmm"), CX("baddbmm"), CX("addbmm"), CX("addmv"), CX("cumsum"), CX("sin"), CX("cos"), CX("tanh"), CX("reciprocal"), CX("sgn"),
+    CX("abs"), CX("conj_physical"), CX("copy"), CX("fill"), CX("zero"), CX("eq"), CX("ne"),
+#undef CX
+    {"_conj_physical", false, TT_PROP_COMPLEX_NATIVE},
+    {"angle", false, TT_PROP_COMPLEX_NATIVE},
+    {"complex", false, TT_PROP_COMPLEX_NATIVE},
+    {"polar", false, TT_PROP_COMPLEX_NATIVE},
+    {"clone", false, TT_PROP_COMPLEX_NATIVE},
+    {"_to_copy", false, TT_PROP_COMPLEX_NATIVE},
+    {"mm", false, TT_PROP_COMPLEX_NATIVE},
+    {"bmm", false, TT_PROP_COMPLEX_NATIVE},
+    {"mv", false, TT_PROP_COMPLEX_NATIVE},
+    {"dot", false, TT_PROP_COMPLEX_NATIVE}, /* not vdot: its lowering does not conjugate */
+    {"sum", false, TT_PROP_COMPLEX_NATIVE},
+    {"mean", false, TT_PROP_COMPLEX_NATIVE},
+    {"_fft_r2c", false, TT_PROP_COMPLEX_NATIVE},
+    {"_fft_c2r", false, TT_PROP_COMPLEX_NATIVE},
+    {"_fft_c2c", false, TT_PROP_COMPLEX_NATIVE},
+    {"cat", false, TT_PROP_COMPLEX_NATIVE},
+    {"constant_pad_nd", false, TT_PROP_COMPLEX_NATIVE},
+    {"roll", false, TT_PROP_COMPLEX_NATIVE},
+    {"flip", false, TT_PROP_COMPLEX_NATIVE},
+    {"where", false, TT_PROP_COMPLEX_NATIVE},
+    {"unfold_backward", false, TT_PROP_COMPLEX_NATIVE}, /* istft's overlap-add */
+    /* stft's centring pads (forward only: data movement) */
+    {"reflection_pad1d", false, TT_PROP_COMPLEX_NATIVE},
+    {"reflection_pad2d", false, TT_PROP_COMPLEX_NATIVE},
+    {"replication_pad1d", false, TT_PROP_COMPLEX_NATIVE},
+    {"replication_pad2d", false, TT_PROP_COMPLEX_NATIVE},
 };
 
 #define N_RULES (sizeof rules / sizeof rules[0])

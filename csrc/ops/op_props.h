@@ -14,9 +14,13 @@ typedef enum {
   /* CPU tensor arguments (index tensors, optimizer state steps) may be
    * moved to the op's device instead of refusing the mixed devices */
   TT_PROP_UPLOAD_CPU_ARGS = 4,
-  /* computed through complex intermediates, which tpu cannot hold: the
-   * whole op runs on CPU (its CPU errors included) */
+  /* computed through intermediates tpu cannot hold: the whole op runs on
+   * CPU (its CPU errors included); no op needs it since complex64 and
+   * complex128 became tpu dtypes */
   TT_PROP_COMPLEX_ON_CPU = 8,
+  /* its lowering computes complex tensors correctly; an op without this
+   * bit that meets a complex tensor (or dtype) runs on CPU */
+  TT_PROP_COMPLEX_NATIVE = 16,
 } tt_op_prop;
 
 /* The properties (a set of tt_op_prop bits) of op_name, "cat.out" or "cat"

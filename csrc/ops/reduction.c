@@ -86,11 +86,11 @@ static tt_error *lower_mean(tt_lower_ctx *c) {
   tt_dtype out = r->dtype;
   if (!tt_lc_is_none(c, dtype_arg)) {
     if (!red_arg_dtype(c, dtype_arg, r->dtype, &out)) return tt_lc_decline(c, "unsupported dtype");
-    if (!tt_dtype_is_floating(out))
+    if (!tt_dtype_is_floating(out) && !tt_dtype_is_complex(out))
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                         "mean(): could not infer output dtype. Optional dtype must be either a "
                         "floating point or complex dtype. Got: %s", tt_dtype_torch_name(out));
-  } else if (!tt_dtype_is_floating(out)) {
+  } else if (!tt_dtype_is_floating(out) && !tt_dtype_is_complex(out)) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "mean(): could not infer output dtype. Input dtype must be either a "
                       "floating point or complex dtype. Got: %s", tt_dtype_torch_name(out));

@@ -103,7 +103,7 @@ tt_error *red_builder_error(tt_lower_ctx *c) {
 bool red_sum_dtype(const tt_lower_ctx *c, int dtype_arg, tt_dtype in, tt_dtype *out) {
   if (!tt_lc_is_none(c, dtype_arg)) return red_arg_dtype(c, dtype_arg, in, out);
   if (red_written_dtype(c, out)) return true;
-  *out = tt_dtype_is_floating(in) ? in : TT_I64;
+  *out = tt_dtype_is_floating(in) || tt_dtype_is_complex(in) ? in : TT_I64;
   return true;
 }
 

@@ -33,6 +33,8 @@
   X(scatter)           \
   X(shape_ops)         \
   X(creation)          \
+  X(complex)           \
+  X(fft)               \
   X(optim)
 
 #define DECLARE_FAMILY(name) extern const tt_lowering tt_lowerings_##name[];

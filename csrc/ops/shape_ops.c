@@ -87,6 +87,9 @@ static tt_error *lower_masked_fill(tt_lower_ctx *c) {
                       "masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                       "with %d dimension(s).",
                       v->u.tensor->ndim);
+  if (v && v->kind == TT_ARG_TENSOR && tt_dtype_is_complex(v->u.tensor->dtype) &&
+      !tt_dtype_is_complex(self->dtype))
+    return tt_lc_decline(c, "complex value into %s", tt_dtype_name(self->dtype)); /* CPU raises */
   int args[2] = {0, 1}, nd;
   int64_t dims[TT_MAX_DIMS];
   TT_TRY(tt_broadcast_args(c, args, 2, &nd, dims));

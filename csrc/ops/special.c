@@ -48,7 +48,14 @@ FLOAT_UNARY(rad2deg)
 FLOAT_UNARY(lgamma)
 FLOAT_UNARY(digamma)
 FLOAT_UNARY(special_entr)
-FLOAT_UNARY(angle)
+/* complex: atan2(imag, real), a real result */
+static tt_error *lower_angle(tt_lower_ctx *c) {
+  if (!tt_dtype_is_complex(uc_arg_dtype(c, 0))) return uc_float_unary(c, f_angle);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = tt_lc_tensor(c, 0);
+  tt_lc_output(c, tt_b_bin(b, TT_OP_ATAN2, tt_b_imag(b, x), tt_b_real(b, x)));
+  return NULL;
+}
 
 /* Modified Bessel functions i0, i0e, i1, i1e: the Cephes Chebyshev
  * expansions over [0, 8] and (8, inf) (the same coefficients as PyTorch's

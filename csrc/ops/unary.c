@@ -20,10 +20,15 @@ static tt_val f_exp(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_EXPONENTIAL
 static tt_val f_exp2(tt_builder *b, tt_val x) { return tt_b_bin(b, TT_OP_POWER, tt_full_like(b, x, 2), x); }
 static tt_val f_expm1(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_EXPM1, x); }
 static tt_val f_log(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_LOG, x); }
-static tt_val f_log2(tt_builder *b, tt_val x) { return tt_mul(b, uc_un(b, TT_OP_LOG, x), tt_full_like(b, x, 1 / M_LN2)); }
-static tt_val f_log10(tt_builder *b, tt_val x) {
-  return tt_mul(b, uc_un(b, TT_OP_LOG, x), tt_full_like(b, x, 1 / M_LN10));
+/* x * k for a real k; a complex x is scaled per component (a complex
+ * product would turn log(0) = -inf + 0i into NaNs) */
+static tt_val scale_by(tt_builder *b, tt_val x, double k) {
+  if (!tt_dtype_is_complex(tt_b_dtype(b, x))) return tt_mul(b, x, tt_full_like(b, x, k));
+  tt_val re = tt_b_real(b, x), im = tt_b_imag(b, x);
+  return tt_b_complex(b, tt_mul(b, re, tt_full_like(b, re, k)), tt_mul(b, im, tt_full_like(b, im, k)));
 }
+static tt_val f_log2(tt_builder *b, tt_val x) { return scale_by(b, uc_un(b, TT_OP_LOG, x), 1 / M_LN2); }
+static tt_val f_log10(tt_builder *b, tt_val x) { return scale_by(b, uc_un(b, TT_OP_LOG, x), 1 / M_LN10); }
 static tt_val f_log1p(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_LOG1P, x); }
 static tt_val f_sqrt(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_SQRT, x); }
 static tt_val f_rsqrt(tt_builder *b, tt_val x) { return uc_un(b, TT_OP_RSQRT, x); }
@@ -168,9 +173,12 @@ static tt_error *lower_neg(tt_lower_ctx *c) {
 static tt_error *lower_abs(tt_lower_ctx *c) {
   tt_dtype dt = uc_arg_dtype(c, 0);
   if (dt == TT_BOOL) return tt_lc_decline(c, "abs is not implemented for bool");
+  if (tt_dtype_is_complex(dt) && strcmp(tt_lc_op_name(c), "abs_") == 0)
+    return tt_lc_fail(c, TT_ERR_RUNTIME, "In-place abs is not supported for complex tensors.");
   tt_builder *b = tt_lc_builder(c);
   tt_val x = uc_read_as(c, 0, dt);
-  tt_lc_output(c, dt == TT_U8 ? x : uc_un(b, TT_OP_ABS, x));
+  /* complex: the real modulus (abs_ of a complex tensor is refused by torch) */
+  tt_lc_output(c, dt == TT_U8 ? x : tt_b_abs(b, x));
   return NULL;
 }
 
@@ -190,7 +198,18 @@ static tt_error *sign_common(tt_lower_ctx *c) {
   return NULL;
 }
 static tt_error *lower_sign(tt_lower_ctx *c) { return sign_common(c); }
-static tt_error *lower_sgn(tt_lower_ctx *c) { return sign_common(c); }
+/* sgn: sign for real tensors; x / |x| (0 at 0) for complex ones */
+static tt_error *lower_sgn(tt_lower_ctx *c) {
+  tt_dtype dt = uc_arg_dtype(c, 0);
+  if (!tt_dtype_is_complex(dt)) return sign_common(c);
+  tt_builder *b = tt_lc_builder(c);
+  tt_val x = uc_read_as(c, 0, dt);
+  tt_val m = tt_b_abs(b, x);
+  tt_val zero = tt_full_like(b, m, 0);
+  tt_val q = tt_div(b, x, tt_b_convert(b, m, dt));
+  tt_lc_output(c, uc_sel(b, uc_cmp(b, "EQ", m, zero), tt_full_like(b, x, 0), q));
+  return NULL;
+}
 
 /* floor/ceil/round (op) and trunc (trunc set, op unused): identity on
  * integers; bool unsupported (CPU raises). */

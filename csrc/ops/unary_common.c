@@ -6,7 +6,7 @@
 #include "ops/unary_common.h"
 
 tt_dtype uc_float_result(tt_dtype dt) {
-  return tt_dtype_is_floating(dt) ? dt : TT_DEFAULT_FLOAT;
+  return tt_dtype_is_floating(dt) || tt_dtype_is_complex(dt) ? dt : TT_DEFAULT_FLOAT;
 }
 
 /* Argument i (a tpu tensor or a CPU scalar tensor) as dt, in its own shape. */

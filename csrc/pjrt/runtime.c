@@ -177,6 +177,8 @@ PJRT_Buffer_Type tt_pjrt_type_of(tt_dtype dt) {
     case TT_F64: return PJRT_Buffer_Type_F64;
     case TT_U32: return PJRT_Buffer_Type_U32;
     case TT_U64: return PJRT_Buffer_Type_U64;
+    case TT_C64: return PJRT_Buffer_Type_C64;
+    case TT_C128: return PJRT_Buffer_Type_C128;
     case TT_DTYPE_COUNT: break;
   }
   return PJRT_Buffer_Type_INVALID;

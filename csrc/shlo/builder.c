@@ -353,8 +353,17 @@ static tt_val constant_text(tt_builder *b, tt_dtype dt, const char *literal) {
   return tt_b_emit1(b, TT_OP_CONSTANT, NULL, 0, attrs, s);
 }
 
+tt_val tt_b_constant_complex(tt_builder *b, tt_dtype dt, double re, double im) {
+  tt_dtype part = tt_dtype_real_part(dt);
+  if (!tt_dtype_is_complex(dt))
+    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: complex constant of %s", tt_dtype_name(dt));
+  tt_val r = tt_b_constant(b, part, re), i = tt_b_constant(b, part, im);
+  return tt_b_complex(b, r, i);
+}
+
 tt_val tt_b_constant(tt_builder *b, tt_dtype dt, double value) {
   char lit[48];
+  if (tt_dtype_is_complex(dt)) return tt_b_constant_complex(b, dt, value, 0);
   if (tt_dtype_is_floating(dt)) {
     int width = (int)tt_dtype_size(dt) * 2;
     snprintf(lit, sizeof lit, "0x%0*" PRIX64, width, tt_float_bits(dt, value));
@@ -367,7 +376,8 @@ tt_val tt_b_constant(tt_builder *b, tt_dtype dt, double value) {
 }
 
 tt_val tt_b_constant_int(tt_builder *b, tt_dtype dt, int64_t value) {
-  if (tt_dtype_is_floating(dt) || dt == TT_BOOL) return tt_b_constant(b, dt, (double)value);
+  if (tt_dtype_is_floating(dt) || tt_dtype_is_complex(dt) || dt == TT_BOOL)
+    return tt_b_constant(b, dt, (double)value);
   char lit[32];
   if (dt == TT_U64) snprintf(lit, sizeof lit, "%" PRIu64, (uint64_t)value);
   else snprintf(lit, sizeof lit, "%" PRId64, value);
@@ -416,7 +426,7 @@ tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y) {
 tt_val tt_b_compare(tt_builder *b, const char *direction, tt_val x, tt_val y) {
   if (!valid(b, x) || !valid(b, y)) return TT_INVALID;
   tt_shape s = b->values[x].shape;
-  const char *type = tt_dtype_is_floating(s.dtype) ? "FLOAT"
+  const char *type = tt_dtype_is_floating(s.dtype) || tt_dtype_is_complex(s.dtype) ? "FLOAT"
                      : (tt_dtype_is_signed(s.dtype) ? "SIGNED" : "UNSIGNED");
   char attrs[160];
   snprintf(attrs, sizeof attrs,
@@ -445,8 +455,72 @@ tt_val tt_b_convert(tt_builder *b, tt_val x, tt_dtype dt) {
     tt_val zero = tt_b_full(b, s, 0);
     return tt_b_compare(b, "NE", x, zero);
   }
+  /* complex: through the components (XLA converts no complex to real, and
+   * the component route is exact for real -> complex and c64 <-> c128) */
+  if (tt_dtype_is_complex(s.dtype)) {
+    tt_val re = tt_b_real(b, x);
+    if (!tt_dtype_is_complex(dt)) return tt_b_convert(b, re, dt); /* drops the imaginary part, as torch */
+    tt_dtype part = tt_dtype_real_part(dt);
+    return tt_b_complex(b, tt_b_convert(b, re, part), tt_b_convert(b, tt_b_imag(b, x), part));
+  }
+  if (tt_dtype_is_complex(dt)) {
+    tt_val re = tt_b_convert(b, x, tt_dtype_real_part(dt));
+    return tt_b_complex(b, re, tt_b_full(b, tt_b_shape(b, re), 0));
+  }
   s.dtype = dt;
   return tt_b_emit1(b, TT_OP_CONVERT, &x, 1, NULL, s);
+}
+
+static tt_val complex_part(tt_builder *b, tt_op op, tt_val x) {
+  if (!valid(b, x)) return TT_INVALID;
+  tt_shape s = b->values[x].shape;
+  if (!tt_dtype_is_complex(s.dtype))
+    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: real/imag of %s", tt_dtype_name(s.dtype));
+  s.dtype = tt_dtype_real_part(s.dtype);
+  return tt_b_emit1(b, op, &x, 1, NULL, s);
+}
+
+tt_val tt_b_real(tt_builder *b, tt_val x) { return complex_part(b, TT_OP_REAL, x); }
+tt_val tt_b_imag(tt_builder *b, tt_val x) { return complex_part(b, TT_OP_IMAG, x); }
+
+tt_val tt_b_complex(tt_builder *b, tt_val re, tt_val im) {
+  if (!valid(b, re) || !valid(b, im)) return TT_INVALID;
+  tt_shape s = b->values[re].shape;
+  if (!tt_shape_equal(&s, &b->values[im].shape) || (s.dtype != TT_F32 && s.dtype != TT_F64))
+    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: complex of mismatched or non-f32/f64 parts");
+  s.dtype = tt_dtype_to_complex(s.dtype);
+  tt_val ins[2] = {re, im};
+  return tt_b_emit1(b, TT_OP_COMPLEX, ins, 2, NULL, s);
+}
+
+tt_val tt_b_abs(tt_builder *b, tt_val x) {
+  if (!valid(b, x)) return TT_INVALID;
+  tt_shape s = b->values[x].shape;
+  s.dtype = tt_dtype_real_part(s.dtype);
+  return tt_b_emit1(b, TT_OP_ABS, &x, 1, NULL, s);
+}
+
+tt_val tt_b_fft(tt_builder *b, tt_val x, const char *fft_type, const int64_t *lengths, int n) {
+  if (!valid(b, x)) return TT_INVALID;
+  tt_shape s = b->values[x].shape;
+  if (n < 1 || n > 3 || n > s.ndim)
+    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: fft over %d of %d dims", n, s.ndim);
+  bool rfft = strcmp(fft_type, "RFFT") == 0, irfft = strcmp(fft_type, "IRFFT") == 0;
+  if (rfft) {
+    if (tt_dtype_is_complex(s.dtype)) return tt_b_fail(b, TT_ERR_RUNTIME, "internal: RFFT of complex");
+    s.dtype = tt_dtype_to_complex(s.dtype);
+    s.dims[s.ndim - 1] = lengths[n - 1] / 2 + 1;
+  } else if (irfft) {
+    if (!tt_dtype_is_complex(s.dtype)) return tt_b_fail(b, TT_ERR_RUNTIME, "internal: IRFFT of real");
+    s.dtype = tt_dtype_real_part(s.dtype);
+    s.dims[s.ndim - 1] = lengths[n - 1];
+  } else if (!tt_dtype_is_complex(s.dtype)) {
+    return tt_b_fail(b, TT_ERR_RUNTIME, "internal: %s of a real value", fft_type);
+  }
+  char len[128], attrs[200];
+  tt_fmt_i64_array(len, sizeof len, lengths, n);
+  snprintf(attrs, sizeof attrs, "fft_type = #stablehlo<fft_type %s>, fft_length = %s", fft_type, len);
+  return tt_b_emit1(b, TT_OP_FFT, &x, 1, attrs, s);
 }
 
 tt_val tt_b_bitcast(tt_builder *b, tt_val x, tt_shape out) {

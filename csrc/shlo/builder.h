@@ -103,7 +103,7 @@ bool tt_b_case_next(tt_builder *b, const tt_val *vals);
 bool tt_b_case_end(tt_builder *b, const tt_val *vals, tt_val *results);
 
 /* ------------------------------------------------------------- helpers */
-tt_val tt_b_constant(tt_builder *b, tt_dtype dt, double value);      /* 0-d */
+tt_val tt_b_constant(tt_builder *b, tt_dtype dt, double value);      /* 0-d; complex: (value, 0) */
 tt_val tt_b_constant_int(tt_builder *b, tt_dtype dt, int64_t value); /* exact for i64 */
 /* value broadcast to shape */
 tt_val tt_b_full(tt_builder *b, tt_shape shape, double value);
@@ -117,7 +117,20 @@ tt_val tt_b_binary(tt_builder *b, const char *op, tt_val x, tt_val y);
 /* direction: EQ NE LT LE GT GE; compare type chosen from the dtype. */
 tt_val tt_b_compare(tt_builder *b, const char *direction, tt_val x, tt_val y);
 tt_val tt_b_select(tt_builder *b, tt_val pred, tt_val on_true, tt_val on_false);
-tt_val tt_b_convert(tt_builder *b, tt_val x, tt_dtype dt);  /* no-op if same dtype */
+/* No-op if same dtype. Complex -> real keeps the real part (as torch);
+ * real -> complex has a zero imaginary part. */
+tt_val tt_b_convert(tt_builder *b, tt_val x, tt_dtype dt);
+/* Complex values: components (f32 for c64), composition from two real
+ * values of one shape (f32 or f64), abs (the real modulus; for a real x
+ * the plain abs), a complex 0-d constant. */
+tt_val tt_b_real(tt_builder *b, tt_val x);
+tt_val tt_b_imag(tt_builder *b, tt_val x);
+tt_val tt_b_complex(tt_builder *b, tt_val re, tt_val im);
+tt_val tt_b_abs(tt_builder *b, tt_val x);
+tt_val tt_b_constant_complex(tt_builder *b, tt_dtype dt, double re, double im);
+/* stablehlo.fft of type "FFT", "IFFT", "RFFT" or "IRFFT" over the last n
+ * (1..3) dims of x, of lengths[0..n) (for IRFFT the real output lengths). */
+tt_val tt_b_fft(tt_builder *b, tt_val x, const char *fft_type, const int64_t *lengths, int n);
 tt_val tt_b_bitcast(tt_builder *b, tt_val x, tt_shape out);
 tt_val tt_b_reshape(tt_builder *b, tt_val x, int ndim, const int64_t *dims);
 tt_val tt_b_transpose(tt_builder *b, tt_val x, const int64_t *perm);

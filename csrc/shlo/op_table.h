@@ -50,6 +50,7 @@ typedef enum { TT_REL_NONE, TT_REL_SAME, TT_REL_PAIRS, TT_REL_SCATTER, TT_REL_IN
   X(CHOLESKY, "stablehlo.cholesky", 1, 1, 0, TT_REL_NONE)                 \
   X(CLAMP, "stablehlo.clamp", 3, 1, 0, TT_REL_NONE)                       \
   X(COMPARE, "stablehlo.compare", 2, 1, 0, TT_REL_NONE)                   \
+  X(COMPLEX, "stablehlo.complex", 2, 1, 0, TT_REL_NONE)                   \
   X(CONCATENATE, "stablehlo.concatenate", TT_ARITY_ANY, 1, 0, TT_REL_NONE) \
   X(CONSTANT, "stablehlo.constant", 0, 1, 0, TT_REL_NONE)                 \
   X(CONVERT, "stablehlo.convert", 1, 1, 0, TT_REL_NONE)                   \
@@ -62,8 +63,10 @@ typedef enum { TT_REL_NONE, TT_REL_SAME, TT_REL_PAIRS, TT_REL_SCATTER, TT_REL_IN
   X(DYNAMIC_UPDATE_SLICE, "stablehlo.dynamic_update_slice", 2, 1, 0, TT_REL_INDEXED) \
   X(EXPONENTIAL, "stablehlo.exponential", 1, 1, 0, TT_REL_NONE)           \
   X(EXPM1, "stablehlo.exponential_minus_one", 1, 1, 0, TT_REL_NONE)       \
+  X(FFT, "stablehlo.fft", 1, 1, 0, TT_REL_NONE)                           \
   X(FLOOR, "stablehlo.floor", 1, 1, 0, TT_REL_NONE)                       \
   X(GATHER, "stablehlo.gather", 2, 1, 0, TT_REL_NONE)                     \
+  X(IMAG, "stablehlo.imag", 1, 1, 0, TT_REL_NONE)                         \
   X(IOTA, "stablehlo.iota", 0, 1, 0, TT_REL_NONE)                         \
   X(IS_FINITE, "stablehlo.is_finite", 1, 1, 0, TT_REL_NONE)               \
   X(LOG, "stablehlo.log", 1, 1, 0, TT_REL_NONE)                           \
@@ -79,6 +82,7 @@ typedef enum { TT_REL_NONE, TT_REL_SAME, TT_REL_PAIRS, TT_REL_SCATTER, TT_REL_IN
   X(PAD, "stablehlo.pad", 2, 1, 0, TT_REL_NONE)                           \
   X(POPCNT, "stablehlo.popcnt", 1, 1, 0, TT_REL_NONE)                     \
   X(POWER, "stablehlo.power", 2, 1, 0, TT_REL_NONE)                       \
+  X(REAL, "stablehlo.real", 1, 1, 0, TT_REL_NONE)                         \
   X(REDUCE, "stablehlo.reduce", TT_ARITY_ANY, TT_ARITY_ANY, 1, TT_REL_PAIRS) \
   X(REDUCE_WINDOW, "stablehlo.reduce_window", TT_ARITY_ANY, TT_ARITY_ANY, 1, TT_REL_PAIRS) \
   X(REMAINDER, "stablehlo.remainder", 2, 1, 0, TT_REL_NONE)               \

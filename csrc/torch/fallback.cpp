@@ -42,13 +42,14 @@ struct ArgArena {
   std::vector<std::unique_ptr<bool[]>> bool_lists;
   std::vector<std::vector<tt_scalar>> scalar_lists;
   std::vector<std::string> strings;
-  std::vector<at::Tensor> keep_alive;  // uploaded CPU index tensors
+  std::vector<at::Tensor> keep_alive;  // uploaded CPU index tensors, resolved math bits
+  bool complex = false;                // a complex tensor or dtype among the arguments
 
   void reserve(const torch::jit::Stack& stack, size_t begin, size_t n) {
     size_t tensors = 0;
     for (size_t i = begin; i < begin + n; i++) {
       const c10::IValue& v = stack[i];
-      if (v.isTensor()) tensors++;
+      if (v.isTensor() || v.isComplexDouble()) tensors++;  // complex Scalars become tensors
       else if (v.isList()) tensors += v.toListRef().size();
     }
     refs.clear();
@@ -97,18 +98,44 @@ tt_scalar to_scalar(const c10::IValue& v) {
 // Why an op must not run natively or on CPU here; nullptr if fine.
 
 tt_tensor_ref* describe(ArgArena& arena, const at::Tensor& t, c10::DeviceIndex* device,
-                        bool allow_cpu_upload, const char* op) {
+                        bool allow_cpu_upload, const char* op, bool written) {
   arena.refs.emplace_back();
   tt_tensor_ref* ref = &arena.refs.back();  // capacity reserved: stable
   if (t.is_privateuseone()) {
     // dtypes and ranks the core cannot express run on CPU (which raises its
     // own errors beyond PyTorch's 64 dimensions)
     if (!is_supported_dtype(t.scalar_type()) || t.dim() > TT_MAX_DIMS) throw NotNative{};
-    describe_tensor(t, ref);
+    arena.complex |= at::isComplexType(t.scalar_type());
+    if (t.is_conj() || t.is_neg()) {
+      // ops the math-bit fallbacks let through (mm, bmm, ...) see conjugate
+      // or negative views: the core reads physical values, so read-only
+      // arguments are resolved first (copy_ applies the bits natively);
+      // written ones run on CPU, whose kernels honour the bits
+      if (written) throw NotNative{};
+      // not resolve_conj(): it clones, and clone is such an op
+      at::Tensor r = t.alias();
+      r._set_conj(false);
+      r._set_neg(false);
+      if (t.is_conj()) r = at::conj_physical(r);
+      if (t.is_neg()) r = at::neg(r);
+      arena.keep_alive.push_back(r);
+      describe_tensor(r, ref);
+    } else {
+      describe_tensor(t, ref);
+    }
     if (*device < 0) *device = t.device().index();
     return ref;
   }
   TORCH_CHECK(t.is_cpu(), "torch_tpu: ", op, " got a tensor on ", t.device());
+  if (t.dim() == 0 && at::isComplexType(t.scalar_type())) {  // a complex CPU scalar: uploaded
+    at::Tensor up = t.resolve_conj().resolve_neg().to(
+        at::Device(c10::DeviceType::PrivateUse1, std::max<int>(*device, 0)));
+    up.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
+    arena.keep_alive.push_back(up);
+    arena.complex = true;
+    describe_tensor(up, ref);
+    return ref;
+  }
   if (t.dim() == 0 && is_supported_dtype(t.scalar_type())) {  // CPU scalars ride along
     memset(ref, 0, sizeof *ref);
     ref->dtype = to_core_dtype(t.scalar_type());
@@ -140,7 +167,7 @@ void convert_arg(ArgArena& arena, const c10::Argument& schema_arg, const c10::IV
     out->kind = TT_ARG_NONE;
   } else if (v.isTensor()) {
     out->kind = TT_ARG_TENSOR;
-    out->u.tensor = describe(arena, v.toTensor(), device, allow_upload, op);
+    out->u.tensor = describe(arena, v.toTensor(), device, allow_upload, op, out->written);
   } else if (v.isList()) {
     auto list = v.toListRef();
     c10::TypeKind elem = list_elem_kind(schema_arg.type());
@@ -150,7 +177,8 @@ void convert_arg(ArgArena& arena, const c10::Argument& schema_arg, const c10::IV
       for (const auto& e : list)
         refs.push_back(e.isNone() || !e.toTensor().defined()
                            ? nullptr  // Python's `:` in x[:, i] arrives as an undefined tensor
-                           : describe(arena, e.toTensor(), device, allow_upload, op));
+                           : describe(arena, e.toTensor(), device, allow_upload, op,
+                                      out->written));
       out->kind = TT_ARG_TENSOR_LIST;
       out->count = static_cast<int>(refs.size());
       out->u.tensors = refs.data();
@@ -181,12 +209,20 @@ void convert_arg(ArgArena& arena, const c10::Argument& schema_arg, const c10::IV
       out->count = static_cast<int>(arena.scalar_lists.back().size());
       out->u.scalars = arena.scalar_lists.back().data();
     }
+  } else if (kind == c10::TypeKind::NumberType && v.isComplexDouble()) {
+    // a complex Scalar (x * 1j): a wrapped 0-dim tensor on the device, which
+    // lowerings read like a Scalar (type promotion included)
+    at::Tensor t = at::scalar_tensor(v.toComplexDouble(), at::kComplexDouble);
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    out->kind = TT_ARG_TENSOR;
+    out->u.tensor = describe(arena, t, device, false, op, false);
   } else if (kind == c10::TypeKind::NumberType) {
     out->kind = TT_ARG_SCALAR;
     out->u.s = to_scalar(v);
   } else if (kind == c10::TypeKind::ScalarTypeType) {
     at::ScalarType st = static_cast<at::ScalarType>(v.toInt());
     if (!is_supported_dtype(st)) throw NotNative{};
+    arena.complex |= at::isComplexType(st);
     out->kind = TT_ARG_DTYPE;
     out->u.dtype = to_core_dtype(st);
   } else if (kind == c10::TypeKind::LayoutType) {
@@ -265,6 +301,7 @@ struct OpInfo {
   bool out_variant;      // has out= arguments (written, keyword-only)
   bool out_no_overlap;   // its out= may not overlap an input at all
   bool out_same_dtype;   // its out= must have the input's dtype
+  bool complex_native;   // its lowering handles complex tensors
   std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
@@ -299,6 +336,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   info.out_no_overlap = info.out_variant && (props & TT_PROP_OUT_NO_OVERLAP);
   info.out_same_dtype = info.out_variant && (props & TT_PROP_OUT_SAME_DTYPE);
   info.allow_upload = props & TT_PROP_UPLOAD_CPU_ARGS;
+  info.complex_native = props & TT_PROP_COMPLEX_NATIVE;
   return infos.emplace(&schema, std::move(info)).first->second;
 }
 
@@ -374,6 +412,9 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   } catch (const NotNative&) {
     return cpu_fallback(op, stack, name, "unsupported dtype or rank");
   }
+  // complex values reach only the lowerings written for them
+  if (arena.complex && !info.complex_native)
+    return cpu_fallback(op, stack, name, "no complex lowering");
   if (device < 0) device = current_device();
   bool aliasing = info.aliasing;
 

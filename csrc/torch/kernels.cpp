@@ -7,6 +7,8 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -42,11 +44,13 @@ at::ScalarType checked_dtype(std::optional<at::ScalarType> dtype, std::optional<
   TORCH_CHECK(!layout || *layout == at::kStrided, "torch_tpu supports only strided tensors");
   at::ScalarType dt = dtype.value_or(at::get_default_dtype_as_scalartype());
   check_dtype(dt);
-  if (dt == at::kDouble) {
-    // TPUs have no float64; the CPU and GPU plugins do.
+  if (dt == at::kDouble || dt == at::kComplexDouble) {
+    // TPUs have no float64 (nor complex128); the CPU and GPU plugins do.
     ensure_initialized();
     TORCH_CHECK_TYPE(std::string(tt_runtime_platform_name(tt_core_runtime())) != "tpu",
-                     "float64 tensors are not supported on this TPU; use float32");
+                     dt == at::kDouble ? "float64 tensors are not supported on this TPU; use float32"
+                                       : "complex128 tensors are not supported on this TPU; use "
+                                         "complex64");
   }
   return dt;
 }
@@ -138,8 +142,28 @@ void device_copy(at::Tensor& self, const at::Tensor& src) {
   tt_op_result_clear(&res);
 }
 
-at::Tensor& tpu_copy_(at::Tensor& self, const at::Tensor& src, bool) {
+// The same elements without the conjugate and negative bits: what is stored.
+at::Tensor physical(const at::Tensor& t) {
+  at::Tensor a = t.alias();
+  a._set_conj(false);
+  a._set_neg(false);
+  return a;
+}
+
+at::Tensor& tpu_copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   if (self.numel() == 0) return self;
+  if (src.is_complex() && !self.is_complex() && self.scalar_type() != at::kBool)
+    TORCH_WARN_ONCE("Casting complex values to real discards the imaginary part");
+  if (self.is_conj() || self.is_neg() || src.is_conj() || src.is_neg()) {
+    // self's stored values are conj/neg (per self's bits) of src's logical
+    // values: apply the bits that differ to src's stored values, then copy
+    // stored values
+    at::Tensor dst = physical(self), s = physical(src);
+    if (self.is_conj() != src.is_conj() && s.is_complex()) s = at::conj_physical(s);
+    if (self.is_neg() != src.is_neg()) s = at::neg(s);
+    tpu_copy_(dst, s, non_blocking);
+    return self;
+  }
   if (self.is_privateuseone() && src.is_cpu()) {
     at::Tensor host = src.to(self.scalar_type()).expand(self.sizes()).contiguous();
     if (covers_storage(self)) {
@@ -297,6 +321,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", at::native::view);
   m.impl("_reshape_alias", at::native::_reshape_alias);
   m.impl("unfold", at::native::unfold);
+  // complex <-> (..., 2) real views of one storage: metadata only; a read
+  // of the storage in the other dtype reinterprets its bytes
+  m.impl("view_as_real", at::native::view_as_real);
+  m.impl("view_as_complex", at::native::view_as_complex);
   m.impl("copy_", tpu_copy_);
   m.impl("_copy_from", tpu_copy_from);
   m.impl("_copy_from_and_resize", tpu_copy_from_and_resize);

@@ -9,6 +9,7 @@ bool is_supported_dtype(at::ScalarType t) {
   switch (t) {
     case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt:
     case at::kLong: case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble:
+    case at::kComplexFloat: case at::kComplexDouble:
       return true;
     default:
       return false;
@@ -27,10 +28,12 @@ tt_dtype to_core_dtype(at::ScalarType t) {
     case at::kBFloat16: return TT_BF16;
     case at::kFloat: return TT_F32;
     case at::kDouble: return TT_F64;
+    case at::kComplexFloat: return TT_C64;
+    case at::kComplexDouble: return TT_C128;
     default:
       TORCH_CHECK_TYPE(false, "torch_tpu does not support dtype ", t,
                        " (supported: bool, uint8, int8, int16, int32, int64, float16, "
-                       "bfloat16, float32, float64)");
+                       "bfloat16, float32, float64, complex64, complex128)");
   }
 }
 
@@ -46,6 +49,8 @@ at::ScalarType to_scalar_type(tt_dtype d) {
     case TT_BF16: return at::kBFloat16;
     case TT_F32: return at::kFloat;
     case TT_F64: return at::kDouble;
+    case TT_C64: return at::kComplexFloat;
+    case TT_C128: return at::kComplexDouble;
     default: TORCH_CHECK(false, "internal: core dtype ", static_cast<int>(d), " has no torch dtype");
   }
 }

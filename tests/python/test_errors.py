@@ -44,9 +44,9 @@ def test_invalid_device_index():
 
 def test_unsupported_dtype():
     with pytest.raises(TypeError, match="does not support dtype"):
-        torch.zeros(3, dtype=torch.complex64, device="tpu")
+        torch.zeros(3, dtype=torch.float8_e4m3fn, device="tpu")
     with pytest.raises(TypeError, match="does not support dtype"):
-        torch.ones(3, dtype=torch.complex64).to("tpu")
+        torch.ones(3, dtype=torch.float8_e4m3fn).to("tpu")
     _next_op_works()
 
 

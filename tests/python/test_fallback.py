@@ -81,12 +81,23 @@ def test_tensors_beyond_the_cores_rank_run_on_cpu():
         torch.ones([1] * 65).tpu().amax(dim=-1)
 
 
-def test_ops_with_complex_intermediates_run_whole_on_cpu():
+def test_ops_with_complex_intermediates_run_natively():
+    # complex64 is a tpu dtype (tests/python/test_complex.py): the fft
+    # family no longer runs whole on CPU
     x = torch.randn(8)
-    assert torch.allclose(torch.fft.irfft(x.tpu()).cpu(), torch.fft.irfft(x))
-    assert torch.allclose(torch.fft.hfft(x.tpu()).cpu(), torch.fft.hfft(x))
-    # invalid inputs get CPU's own error; a complex result cannot live on tpu
+    torch_tpu.debug.reset_fallback_report()
+    assert torch.allclose(torch.fft.irfft(x.tpu()).cpu(), torch.fft.irfft(x), atol=1e-5)
+    assert torch.allclose(torch.fft.hfft(x.tpu()).cpu(), torch.fft.hfft(x), atol=1e-5)
+    assert torch.equal(torch.complex(x.tpu(), x.tpu()).cpu(), torch.complex(x, x))
+    assert not torch_tpu.debug.fallback_report()
     with pytest.raises(RuntimeError, match="Expected object of scalar type Float"):
         torch.complex(x.tpu(), x.double().tpu())
-    with pytest.raises(TypeError, match="does not support dtype ComplexFloat"):
-        torch.complex(x.tpu(), x.tpu())
+
+
+def test_complex_ops_without_a_lowering_run_on_cpu():
+    z = torch.randn(6, dtype=torch.complex64)
+    torch_tpu.debug.reset_fallback_report()
+    got = torch.sinh(z.tpu())  # no complex lowering: CPU, result back on tpu
+    assert got.device.type == "tpu" and got.dtype == torch.complex64
+    assert torch.allclose(got.cpu(), torch.sinh(z))
+    assert any(k.startswith("sinh") for k in torch_tpu.debug.fallback_report())
