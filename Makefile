@@ -113,12 +113,14 @@ test-c: build $(CORE_TESTS)
 # runs child processes per mode, torch.compile always captures graphs, and
 # Debug's Python dispatch mode makes Dynamo run graphs eagerly) or test
 # mode-independent tools or capabilities (the floors checker, the settings
-# registry, module conversion, Hugging Face models, autocast) run once.
+# registry, module conversion, Hugging Face and Diffusers models, autocast,
+# the examples' smoke runs) run once.
 RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python/test_disk_cache_cli.py \
             --ignore=tests/python/test_fused.py --ignore=tests/python/test_compile.py \
             --ignore=tests/python/test_floors.py --ignore=tests/python/test_settings.py \
             --ignore=tests/python/test_module_conversion.py --ignore=tests/python/test_hf_models.py \
-            --ignore=tests/python/test_autocast.py
+            --ignore=tests/python/test_autocast.py --ignore=tests/python/test_hf_models_families.py \
+            --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
 	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
