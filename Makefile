@@ -24,7 +24,7 @@ EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
-.PHONY: all build venv test test-c test-python check-floors goldens demo bench bench-xla-reference conformance docs clean
+.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance docs clean
 
 all: build
 
@@ -138,7 +138,18 @@ test:
 
 demo:
 	$(MAKE) -j2 build
-	PYTHONPATH=$(CURDIR) $(PY) examples/train_char_gpt.py
+	PYTHONPATH=$(CURDIR) $(PY) examples/mingpt.py
+
+# The six reference examples at full length (minutes each), on tpu.
+# `python examples/<name>.py --device cpu` runs one on CPU to compare;
+# their --smoke runs are tests/python/test_examples.py.
+EXAMPLES := mingpt llama qwen3 resnet dlrm unet
+examples:
+	$(MAKE) -j2 build
+	@set -e; for e in $(EXAMPLES); do \
+	  echo "=== examples/$$e.py"; \
+	  HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) examples/$$e.py; \
+	done
 
 bench:
 	$(MAKE) -j2 build
