@@ -773,6 +773,10 @@ static tt_error *lower_multinomial(tt_lower_ctx *c) {
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
   if (k > (1 << 24)) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "number of categories cannot exceed 2^24");
+  const tt_tensor_ref *out = tt_lc_nargs(c) > 4 ? tt_lc_ref(c, 4) : NULL;
+  if (out && out->dtype != TT_I64)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "multinomial expects Long tensor out, got: %s",
+                      tt_dtype_torch_name(out->dtype));
   if (k == 0 || rows == 0) return tt_lc_decline(c, "multinomial over an empty distribution");
   bool per_sample = repl && n > 1;
   int64_t draws = rows * k * (per_sample ? n : 1);

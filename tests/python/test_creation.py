@@ -380,3 +380,5 @@ def test_multinomial_errors_match_cpu(p, n, repl):
     assert str(got.value).splitlines()[0] == str(want.value).splitlines()[0]
     with pytest.raises(RuntimeError, match="floating-point dtypes"):
         torch.multinomial(torch.ones(3, dtype=torch.long, device=D), 1)
+    with pytest.raises(RuntimeError, match="expects Long tensor out, got: Float"):
+        torch.multinomial(torch.ones(3, device=D), 1, out=torch.empty(1, device=D))
