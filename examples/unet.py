@@ -42,10 +42,10 @@ def ascii_art(img):
 def main(argv=None):
     import diffusers
 
-    p = parser("Train a Diffusers UNet2DModel on synthetic images, then sample.", steps=300, batch=16,
-               smoke_steps=2, log_every=25)
-    p.add_argument("--size", type=int, default=32, help="image side")
-    p.add_argument("--width", type=int, default=32, help="channels of the first resolution")
+    p = parser("Train a Diffusers UNet2DModel on synthetic images, then sample.", steps=2000, batch=16,
+               smoke_steps=2, log_every=100)
+    p.add_argument("--size", type=int, default=16, help="image side")
+    p.add_argument("--width", type=int, default=16, help="channels of the first resolution")
     p.add_argument("--sample-steps", type=int, default=20, help="DDIM steps when sampling")
     p.add_argument("--samples", type=int, default=8)
     args = finish_args(p, argv)
@@ -63,14 +63,17 @@ def main(argv=None):
         norm_num_groups=min(8, w)).to(dev)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"UNet2DModel: {args.size}x{args.size} images, {n_params:,} parameters on {dev}")
-    train_sched = diffusers.DDPMScheduler(num_train_timesteps=1000)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr or 1e-3)
+    # 200 timesteps on the cosine schedule: pure noise at the last one, and
+    # quick to learn for a small net
+    sched_cfg = dict(num_train_timesteps=200, beta_schedule="squaredcos_cap_v2")
+    train_sched = diffusers.DDPMScheduler(**sched_cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr or 2e-3)
 
     def batch_fn(step):
         g = torch.Generator().manual_seed(args.seed * 100_003 + step)
         x = shapes(args.batch, args.size, g)
         noise = torch.randn(x.shape, generator=g)
-        t = torch.randint(0, 1000, (args.batch,), generator=g)
+        t = torch.randint(0, sched_cfg["num_train_timesteps"], (args.batch,), generator=g)
         return train_sched.add_noise(x, noise, t).to(dev), t.to(dev), noise.to(dev)
 
     def loss_fn(m, b):
@@ -80,7 +83,7 @@ def main(argv=None):
     losses, seconds, steady = train(model, opt, batch_fn, loss_fn, args, "images", lambda b: len(b[1]))
 
     model.eval()
-    pipe = diffusers.DDIMPipeline(unet=model, scheduler=diffusers.DDIMScheduler(num_train_timesteps=1000))
+    pipe = diffusers.DDIMPipeline(unet=model, scheduler=diffusers.DDIMScheduler(**sched_cfg))
     pipe.set_progress_bar_config(disable=True)
     t = time.time()
     with torch.no_grad():
