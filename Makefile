@@ -24,7 +24,7 @@ EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
-.PHONY: all build venv test test-c test-python check-floors goldens demo bench bench-xla-reference conformance docs clean
+.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance docs clean
 
 all: build
 
@@ -113,14 +113,16 @@ test-c: build $(CORE_TESTS)
 # runs child processes per mode, torch.compile always captures graphs, and
 # Debug's Python dispatch mode makes Dynamo run graphs eagerly) or test
 # mode-independent tools or capabilities (the floors checker, the settings
-# registry, module conversion, Hugging Face models, autocast, complex
-# numbers and FFTs, which check their mode-sensitive views in each mode) run once.
+# registry, module conversion, Hugging Face and Diffusers models, autocast,
+# the examples' smoke runs, complex numbers and FFTs, which check their
+# mode-sensitive views in each mode) run once.
 RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python/test_disk_cache_cli.py \
             --ignore=tests/python/test_fused.py --ignore=tests/python/test_compile.py \
             --ignore=tests/python/test_floors.py --ignore=tests/python/test_settings.py \
             --ignore=tests/python/test_module_conversion.py --ignore=tests/python/test_hf_models.py \
             --ignore=tests/python/test_autocast.py --ignore=tests/python/test_executable_cap.py \
-            --ignore=tests/python/test_complex.py
+            --ignore=tests/python/test_complex.py --ignore=tests/python/test_hf_models_families.py \
+            --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
 	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
@@ -138,7 +140,18 @@ test:
 
 demo:
 	$(MAKE) -j2 build
-	PYTHONPATH=$(CURDIR) $(PY) examples/train_char_gpt.py
+	PYTHONPATH=$(CURDIR) $(PY) examples/mingpt.py
+
+# The six reference examples at full length (minutes each), on tpu.
+# `python examples/<name>.py --device cpu` runs one on CPU to compare;
+# their --smoke runs are tests/python/test_examples.py.
+EXAMPLES := mingpt llama qwen3 resnet dlrm unet
+examples:
+	$(MAKE) -j2 build
+	@set -e; for e in $(EXAMPLES); do \
+	  echo "=== examples/$$e.py"; \
+	  HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) examples/$$e.py; \
+	done
 
 bench:
 	$(MAKE) -j2 build

@@ -1,6 +1,7 @@
 /* Copies, fills and factory ops: copy_, fill_, zero_, clone, and the
  * tensor factories (full, arange, ...). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/common.h"
@@ -710,6 +711,109 @@ static tt_error *lower_tri_indices(tt_lower_ctx *c) {
   return NULL;
 }
 
+/* ------------------------------------------------------------ multinomial */
+
+/* Index of the first maximum of x (rank nd, no NaN) along its last dim,
+ * that dim removed. */
+static tt_val first_argmax_last(tt_builder *b, tt_val x) {
+  tt_shape s = tt_b_shape(b, x);
+  int64_t last = s.ndim - 1, k = s.dims[last];
+  tt_val m = tt_b_reduce(b, x, tt_b_constant(b, s.dtype, tt_dtype_lowest(s.dtype)), &last, 1, "maximum");
+  int64_t keep[TT_MAX_DIMS];
+  for (int i = 0; i < last; i++) keep[i] = i;
+  tt_val mb = tt_b_broadcast_in_dim(b, m, s.ndim, s.dims, keep);
+  tt_shape is = s;
+  is.dtype = TT_I64;
+  tt_val iota = tt_b_iota(b, is, (int)last);
+  tt_val idx = tt_b_select(b, tt_b_compare(b, "GE", x, mb), iota, tt_b_full(b, is, (double)(k - 1)));
+  return tt_b_reduce(b, idx, tt_b_constant_int(b, TT_I64, k - 1), &last, 1, "minimum");
+}
+
+/* The indices of the n largest values of x [r, k] along dim 1, largest
+ * first (a stable descending sort: ties keep the lower index first). */
+static tt_val top_indices(tt_builder *b, tt_val x, int64_t n) {
+  tt_shape s = tt_b_shape(b, x), is = s;
+  is.dtype = TT_I64;
+  char ty[64], rg[1024];
+  tt_shape sc = tt_shape_scalar(s.dtype);
+  tt_shape_print(&sc, ty, sizeof ty);
+  snprintf(rg, sizeof rg,
+           "    ^bb0(%%a: %s, %%b: %s, %%ai: tensor<i64>, %%bi: tensor<i64>):\n"
+           "      %%c = \"stablehlo.compare\"(%%a, %%b) {comparison_direction = "
+           "#stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type FLOAT>} "
+           ": (%s, %s) -> tensor<i1>\n"
+           "      \"stablehlo.return\"(%%c) : (tensor<i1>) -> ()",
+           ty, ty, ty, ty);
+  tt_shape outs[2] = {s, is};
+  tt_val ins[2] = {x, tt_b_iota(b, is, 1)}, res[2] = {TT_INVALID, TT_INVALID};
+  if (!tt_b_emit(b, TT_OP_SORT, ins, 2, "dimension = 1 : i64, is_stable = true", rg, outs, 2, res))
+    return TT_INVALID;
+  int64_t lo[2] = {0, 0}, hi[2] = {s.dims[0], n};
+  return tt_b_slice(b, res[1], lo, hi, NULL);
+}
+
+/* multinomial(self, num_samples, replacement, generator) and .out: the
+ * exponential race (Gumbel-max) on the device RNG, like ATen's own fast
+ * path: with q ~ Exp(1) per category, argmax(p / q) is category i with
+ * probability p_i / sum(p), and the n largest of p / q are n draws without
+ * replacement. With replacement, each of the n samples races its own q.
+ * PyTorch's checks on the values (negative, inf/NaN, zero-sum rows) need
+ * the data: the boundary (csrc/torch/kernels.cpp) makes them first. */
+static tt_error *lower_multinomial(tt_lower_ctx *c) {
+  tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *self = tt_lc_ref(c, 0);
+  TT_TRY(check_random_target(c, self, 3, NULL));
+  if (self->ndim < 1 || self->ndim > 2)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "prob_dist must be 1 or 2 dim");
+  if (!tt_dtype_is_floating(self->dtype))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "multinomial only supports floating-point dtypes for input, got: %s",
+                      tt_dtype_torch_name(self->dtype));
+  int64_t n = tt_lc_int(c, 1, 1);
+  bool repl = tt_lc_bool(c, 2, false);
+  int64_t k = self->sizes[self->ndim - 1], rows = self->ndim == 2 ? self->sizes[0] : 1;
+  if (n <= 0) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "cannot sample n_sample <= 0 samples");
+  if (!repl && n > k)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  if (k > (1 << 24)) return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "number of categories cannot exceed 2^24");
+  const tt_tensor_ref *out = tt_lc_nargs(c) > 4 ? tt_lc_ref(c, 4) : NULL;
+  if (out && out->dtype != TT_I64)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "multinomial expects Long tensor out, got: %s",
+                      tt_dtype_torch_name(out->dtype));
+  if (k == 0 || rows == 0) return tt_lc_decline(c, "multinomial over an empty distribution");
+  bool per_sample = repl && n > 1;
+  int64_t draws = rows * k * (per_sample ? n : 1);
+  if (draws > ((int64_t)1 << 26)) return tt_lc_decline(c, "multinomial needing %lld random draws", (long long)draws);
+
+  tt_dtype ct = self->dtype == TT_F64 ? TT_F64 : TT_F32;
+  int digits = ct == TT_F64 ? 52 : 23;
+  int64_t d2[2] = {rows, k}, d3[3] = {rows, n, k};
+  tt_val p = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 0), ct), 2, d2);
+  /* v = (j + 1/2) 2^-digits in (0, 1), exact; q = -log(v) > 0 */
+  tt_val u = uniform01(c, draws, ct, digits);
+  tt_shape us = tt_shape_make(ct, 1, &draws);
+  u = tt_b_bin(b, TT_OP_ADD, u, tt_b_full(b, us, ldexp(1.0, -digits - 1)));
+  tt_val q = tt_b_un(b, TT_OP_NEGATE, tt_b_un(b, TT_OP_LOG, u));
+  tt_val r;
+  if (per_sample) {
+    q = tt_b_reshape(b, q, 3, d3);
+    int64_t keep[2] = {0, 2};
+    tt_val pb = tt_b_broadcast_in_dim(b, p, 3, d3, keep);
+    r = first_argmax_last(b, tt_b_bin(b, TT_OP_DIVIDE, pb, q)); /* [rows, n] */
+  } else {
+    tt_val v = tt_b_bin(b, TT_OP_DIVIDE, p, tt_b_reshape(b, q, 2, d2));
+    if (n == 1) {
+      int64_t d21[2] = {rows, 1};
+      r = tt_b_reshape(b, first_argmax_last(b, v), 2, d21);
+    } else {
+      r = top_indices(b, v, n);
+    }
+  }
+  if (self->ndim == 1) r = tt_b_reshape(b, r, 1, &n);
+  tt_lc_output(c, r);
+  return NULL;
+}
+
 TT_LOWERINGS(creation) = {
     {lower_copy, {"copy_", "copy", "copy.out"}},
     {lower_fill, {"fill_.Scalar", "fill_.Tensor", "fill.Scalar", "fill.Tensor"}},
@@ -729,6 +833,7 @@ TT_LOWERINGS(creation) = {
     {lower_cauchy, {"cauchy_", "cauchy"}},
     {lower_log_normal, {"log_normal_", "log_normal"}},
     {lower_geometric, {"geometric_", "geometric"}},
+    {lower_multinomial, {"multinomial", "multinomial.out"}},
     {lower_tri_indices, {"tril_indices", "tril_indices.out", "triu_indices", "triu_indices.out"}},
     {NULL, {NULL}},
 };

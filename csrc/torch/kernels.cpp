@@ -310,11 +310,34 @@ void tpu_histc(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   tpu_fallback(op, stack);
 }
 
+
+// multinomial: CPU rejects negative, inf or NaN probabilities and rows that
+// sum to zero, which a program cannot: check them here (one host read of
+// three numbers), then run the lowering (creation.c).
+void tpu_multinomial(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  auto base = stack->size() - op.schema().arguments().size();
+  const at::Tensor& self = (*stack)[base].toTensor();
+  if (self.numel() > 0 && at::isFloatingType(self.scalar_type()) && (self.dim() == 1 || self.dim() == 2)) {
+    at::Tensor p = self.to(at::kFloat);
+    at::Tensor ends = at::stack({p.min(), p.max(), p.sum(-1).min()}).cpu();
+    float lo = ends[0].item<float>(), hi = ends[1].item<float>(), row = ends[2].item<float>();
+    if ((*stack)[base + 2].toBool() && (*stack)[base + 1].toInt() > 1) {  // CPU's sampling kernel
+      TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi),
+                  "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+      TORCH_CHECK(lo >= 0, "invalid multinomial distribution (encountering probability entry < 0)");
+    }
+    TORCH_CHECK(lo >= 0 && hi < INFINITY, "probability tensor contains either `inf`, `nan` or element < 0");
+    TORCH_CHECK(row > 0, "invalid multinomial distribution (sum of probabilities <= 0)");
+  }
+  tpu_fallback(op, stack);
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("histc", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
   m.impl("histc.out", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
+  m.impl("multinomial", torch::CppFunction::makeFromBoxedFunction<&tpu_multinomial>());
+  m.impl("multinomial.out", torch::CppFunction::makeFromBoxedFunction<&tpu_multinomial>());
   m.impl("empty.memory_format", tpu_empty);
   m.impl("empty_strided", tpu_empty_strided);
   m.impl("as_strided", at::native::as_strided_tensorimpl);

@@ -289,3 +289,96 @@ def test_resize_memory_format_strides():
     assert t.resize_(2, 3, 4, 4).stride() == c.stride()
     with pytest.raises(RuntimeError, match="Unsupported memory format"):
         torch.empty(0, device="tpu").resize_(2, 3, memory_format=torch.preserve_format)
+
+
+# ------------------------------------------------------------ multinomial
+
+_MN_P = torch.tensor([0.15, 0.3, 0.75, 0.0, 1.8])  # unnormalized; category 3 never drawn
+
+
+def _chi2(counts, probs):
+    """Pearson's statistic over the categories of nonzero probability."""
+    n = counts.sum()
+    keep = probs > 0
+    exp = probs[keep] / probs[keep].sum() * n
+    return (((counts[keep].double() - exp) ** 2) / exp).sum().item()
+
+
+# Critical value of chi-square with 3 degrees of freedom at p = 1e-4: the
+# seed is fixed, so each test is deterministic, and a distribution off by a
+# few percent in any category (or the wrong law altogether) lands far above.
+_CHI2_DF3 = 21.11
+
+
+@pytest.mark.parametrize("repl,n", [(True, 1), (True, 16), (False, 1)])
+def test_multinomial_distribution_matches_probabilities(repl, n):
+    torch.manual_seed(0)
+    rows = 160000 // n
+    p = _MN_P.expand(rows, 5).contiguous().to(D)
+    s = native(lambda: torch.multinomial(p, n, replacement=repl)).cpu()
+    assert s.shape == (rows, n) and s.dtype == torch.int64
+    counts = torch.bincount(s.flatten(), minlength=5)
+    assert counts[3] == 0
+    stat = _chi2(counts, _MN_P.double())
+    assert stat < _CHI2_DF3, (counts, stat)
+    # the test can fail: uniform counts are rejected by the same statistic
+    assert _chi2(torch.full((5,), counts.sum() // 4), _MN_P.double()) > 1000
+
+
+def test_multinomial_without_replacement_second_draw_and_distinct():
+    torch.manual_seed(1)
+    rows = 100000
+    p = _MN_P.expand(rows, 5).contiguous().to(D)
+    s = native(lambda: torch.multinomial(p, 3)).cpu()
+    srt = s.sort(dim=1).values
+    assert (srt[:, 1:] != srt[:, :-1]).all()  # no category twice in a row
+    q = _MN_P.double() / _MN_P.sum()
+    # P(second = j) = sum_i q_i q_j / (1 - q_i), i != j
+    second = torch.tensor([sum(q[i] * q[j] / (1 - q[i]) for i in range(5) if i != j) for j in range(5)])
+    counts = torch.bincount(s[:, 1], minlength=5)
+    assert counts[3] == 0
+    assert _chi2(counts, second) < _CHI2_DF3, counts
+    # all categories (zero probability last) form a permutation
+    full = native(lambda: torch.multinomial(_MN_P.to(D), 5)).cpu()
+    assert sorted(full.tolist()) == [0, 1, 2, 3, 4] and full[-1] == 3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_multinomial_reproducible_under_seed(dtype):
+    p = torch.rand(4, 50, dtype=dtype).to(D)
+    runs = []
+    for seed in (7, 7, 8):
+        torch.manual_seed(seed)
+        runs.append(native(lambda: (torch.multinomial(p, 6, True), torch.multinomial(p, 6),
+                                    torch.multinomial(p[0], 1))))
+    for a, b in zip(runs[0], runs[1]):
+        assert torch.equal(a.cpu(), b.cpu())
+    assert not all(torch.equal(a.cpu(), c.cpu()) for a, c in zip(runs[0], runs[2]))
+    assert runs[0][2].shape == (1,)
+    out = torch.empty(4, 6, dtype=torch.long, device=D)
+    native(lambda: torch.multinomial(p, 6, True, out=out))
+    assert out.cpu().max() < 50
+
+
+@pytest.mark.parametrize("p,n,repl", [
+    ([0.5, -0.1, 0.6], 1, False),
+    ([0.5, -0.1, 0.6], 2, True),
+    ([[0.0, 0.0], [1.0, 1.0]], 1, True),
+    ([[0.0, 0.0], [1.0, 1.0]], 2, True),
+    ([float("nan"), 1.0], 1, False),
+    ([float("inf"), 1.0], 3, True),
+    ([0.2, 0.8], 3, False),
+    ([0.2, 0.8], 0, True),
+    ([[[0.2, 0.8]]], 1, True),
+])
+def test_multinomial_errors_match_cpu(p, n, repl):
+    t = torch.tensor(p)
+    with pytest.raises(RuntimeError) as want:
+        torch.multinomial(t, n, repl)
+    with pytest.raises(RuntimeError) as got:
+        torch.multinomial(t.to(D), n, repl)
+    assert str(got.value).splitlines()[0] == str(want.value).splitlines()[0]
+    with pytest.raises(RuntimeError, match="floating-point dtypes"):
+        torch.multinomial(torch.ones(3, dtype=torch.long, device=D), 1)
+    with pytest.raises(RuntimeError, match="expects Long tensor out, got: Float"):
+        torch.multinomial(torch.ones(3, device=D), 1, out=torch.empty(1, device=D))
