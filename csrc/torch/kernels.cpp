@@ -152,8 +152,9 @@ at::Tensor physical(const at::Tensor& t) {
 
 at::Tensor& tpu_copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   if (self.numel() == 0) return self;
-  if (src.is_complex() && !self.is_complex() && self.scalar_type() != at::kBool)
+  if (src.is_complex() && !self.is_complex() && self.scalar_type() != at::kBool) {
     TORCH_WARN_ONCE("Casting complex values to real discards the imaginary part");
+  }
   if (self.is_conj() || self.is_neg() || src.is_conj() || src.is_neg()) {
     // self's stored values are conj/neg (per self's bits) of src's logical
     // values: apply the bits that differ to src's stored values, then copy
