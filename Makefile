@@ -24,7 +24,7 @@ EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
-.PHONY: all build venv test test-c test-python check-floors goldens demo bench bench-xla-reference conformance docs clean
+.PHONY: all build venv test test-c test-python check-floors goldens demo bench bench-xla-reference conformance pytorch-tests docs clean
 
 all: build
 
@@ -161,6 +161,15 @@ conformance:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py
 	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py --mode fused
+
+# PyTorch's own device-generic test files against tpu (tools/pytorch_tests,
+# docs/pytorch-tests.md). PYTORCH_TESTS_DIR names a PyTorch checkout's test/
+# folder (without it: how to get one, exit 0); FILES=test_indexing for a subset;
+# fails on any difference from tools/pytorch_tests/expectations.txt.
+pytorch-tests:
+	@if [ -z "$(PYTORCH_TESTS_DIR)" ]; then $(PYTHON) tools/pytorch_tests/run.py; else \
+	  $(MAKE) -j2 build && PYTHONPATH=$(CURDIR) $(PY) tools/pytorch_tests/run.py \
+	    --tests-dir "$(PYTORCH_TESTS_DIR)" $(if $(FILES),--files "$(FILES)"); fi
 
 # README.md's environment table, from the settings registry (csrc/core/settings.c).
 docs: build
