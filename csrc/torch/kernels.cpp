@@ -286,9 +286,37 @@ void tpu_histc(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   tpu_fallback(op, stack);
 }
 
+// clone(self, *, memory_format): the core's clone is a contiguous copy. CPU's
+// keeps self's strides (preserve_format, the default, on a dense tensor) or
+// takes the requested layout (channels_last, ...): for those, allocate with
+// CPU's strides and copy into them.
+void tpu_clone(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t nargs = op.schema().arguments().size();
+  auto base = stack->size() - nargs;
+  const at::Tensor self = (*stack)[base].toTensor();
+  const c10::IValue& mf_arg = (*stack)[base + 1];
+  auto mf = mf_arg.isNone() ? c10::MemoryFormat::Preserve : mf_arg.toMemoryFormat();
+  at::Tensor out;
+  if (self.numel() > 0 && mf == c10::MemoryFormat::Preserve && self.is_non_overlapping_and_dense()) {
+    if (!self.is_contiguous()) out = at::empty_strided(self.sizes(), self.strides(), self.options());
+  } else if (self.numel() > 0) {
+    if (mf == c10::MemoryFormat::Preserve) mf = self.suggest_memory_format();
+    if (mf != c10::MemoryFormat::Contiguous)
+      out = at::empty(self.sizes(), self.options().memory_format(mf));
+  }
+  if (!out.defined()) {
+    tpu_fallback(op, stack);
+    return;
+  }
+  device_copy(out, self);
+  torch::jit::drop(*stack, nargs);
+  torch::jit::push(*stack, std::move(out));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("clone", torch::CppFunction::makeFromBoxedFunction<&tpu_clone>());
   m.impl("histc", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
   m.impl("histc.out", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
   m.impl("empty.memory_format", tpu_empty);

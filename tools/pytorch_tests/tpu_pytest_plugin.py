@@ -37,6 +37,10 @@ _results_path = os.environ.get("PTT_RESULTS")
 _current_path = os.environ.get("PTT_CURRENT")
 _timeout = float(os.environ.get("PTT_TIMEOUT", "300"))
 
+# The real stderr, kept before pytest captures fd 2: a hang's stacks must reach
+# the child's log even though the test's output is being captured.
+_real_stderr = os.fdopen(os.dup(2), "w")
+
 _lock = threading.Lock()
 _reports = {}      # nodeid -> list of (when, outcome, message, wasxfail)
 _timer = None
@@ -58,9 +62,10 @@ def _on_hang(nodeid, started):
     _append_result({"nodeid": nodeid, "outcome": "hang",
                     "message": f"exceeded the per-test limit of {_timeout:.0f} s",
                     "seconds": round(time.time() - started, 2)})
-    sys.stderr.write(f"\n[pytorch-tests] HANG: {nodeid} ran over {_timeout:.0f} s\n")
-    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-    sys.stderr.flush()
+    _real_stderr.write(f"\n[pytorch-tests] HANG: {nodeid} ran over {_timeout:.0f} s\n")
+    _real_stderr.flush()
+    faulthandler.dump_traceback(file=_real_stderr, all_threads=True)
+    _real_stderr.flush()
     os._exit(HANG_EXIT)
 
 
@@ -93,7 +98,7 @@ def pytest_runtest_logstart(nodeid, location):
     # Backstop for a hang that holds the GIL (the timer thread cannot run):
     # faulthandler's own C thread dumps the stacks and exits the child; the
     # runner then finds the test started without a result after the limit.
-    faulthandler.dump_traceback_later(_timeout + 60, exit=True)
+    faulthandler.dump_traceback_later(_timeout + 60, exit=True, file=_real_stderr)
 
 
 def _message(report):
