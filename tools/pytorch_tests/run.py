@@ -20,6 +20,7 @@ passes, on a crash and on a hang.
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -161,6 +162,51 @@ def run_file(name, args, workdir, log, not_run=()):
     return _read_results(results_path), (time.time() - start) / 60.0, note
 
 
+def _cpu_nodeid(nodeid):
+    """The CPU twin of a tpu test id: ClassPRIVATEUSE1/ClassTPU -> ClassCPU, _tpu -> _cpu."""
+    parts = nodeid.split("::")
+    if len(parts) < 3:
+        return None
+    cls = re.sub(r"(PRIVATEUSE1|TPU)$", "CPU", parts[-2])
+    test = re.sub(r"_tpu(?=_|$)", "_cpu", parts[-1])
+    return "::".join(parts[:-2] + [cls, test])
+
+
+def cpu_baseline(name, args, workdir, log, results):
+    """Runs the CPU twins of the tests that failed on tpu; records their outcome
+    as results[nodeid]["cpu"]. A test failing on CPU too is not a tpu problem
+    (a test written for another torch version, or for CUDA)."""
+    failed = {n: _cpu_nodeid(n) for n, r in results.items() if r["outcome"] in ("failed", "hang")}
+    failed = {n: c for n, c in failed.items() if c}
+    if not failed:
+        return
+    path = os.path.join(workdir, name + ".cpu.results.jsonl")
+    if os.path.exists(path):
+        os.remove(path)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [HERE, REPO] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.update(PYTORCH_TESTING_DEVICE_ONLY_FOR="cpu", PTT_RESULTS=path,
+               PTT_CURRENT=os.path.join(workdir, name + ".cpu.current.json"),
+               PTT_TIMEOUT=str(args.timeout), PYTORCH_PRINT_REPRO_ON_FAILURE="0")
+    env.pop("PTT_SKIP", None)
+    cmd = [sys.executable, "-m", "pytest", "-p", "tpu_pytest_plugin", "-p", "no:cacheprovider",
+           "--noconftest", "-c", os.path.join(HERE, "pytest.ini"), "--rootdir", args.tests_dir,
+           "-q", "-rN", "--tb=no"] + sorted(set(failed.values()))
+    log.write(f"\n===== {name} CPU baseline of {len(failed)} tests\n")
+    log.flush()
+    try:
+        subprocess.run(cmd, cwd=args.tests_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                       timeout=args.file_timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    cpu = _read_results(path)
+    for n, c in failed.items():
+        if c in cpu:
+            results[n]["cpu"] = cpu[c]["outcome"]
+            results[n]["cpu_message"] = cpu[c].get("message", "")
+
+
 def _test_key(name, nodeid):
     # nodeid is "<path relative to rootdir>::Class::test"; keep "file.py::Class::test".
     parts = nodeid.split("::")
@@ -202,7 +248,7 @@ def _revision(tests_dir):
             pass
     rev = os.path.join(tests_dir, "REVISION")
     if os.path.exists(rev):
-        return open(rev).read().strip()
+        return "; ".join(line.strip() for line in open(rev) if line.strip())
     return "unknown"
 
 
@@ -221,6 +267,10 @@ def main(argv=None):
     ap.add_argument("--report", default=os.path.join(REPO, "build", "pytorch-tests", "report.json"))
     ap.add_argument("--update-expectations", action="store_true",
                     help="rewrite the expectations of the files run from this run (review by hand)")
+    ap.add_argument("--cpu-baseline", action="store_true",
+                    help="also run the CPU twin of every test that fails on tpu (its outcome goes "
+                         "into the report; --update-expectations files those failing on CPU too "
+                         "as test-env)")
     ap.add_argument("--from-report", nargs="+", default=[],
                     help="with --update-expectations: take the outcomes from saved report.json "
                          "files instead of running")
@@ -264,6 +314,8 @@ def main(argv=None):
                    if e.outcome == "not-run" and k.startswith(name + ".py::")]
         with open(os.path.join(workdir, name + ".log"), "w") as log:
             results, minutes, note = run_file(name, args, workdir, log, not_run)
+            if args.cpu_baseline:
+                cpu_baseline(name, args, workdir, log, results)
         counts = {k: 0 for k in COUNTED}
         for rec in results.values():
             counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
