@@ -90,7 +90,10 @@ def classify(key, message, cpu_outcome=None):
     if cpu_outcome in ("failed", "hang"):
         return "test-env", "fails on CPU too with torch 2.13 (this test version expects other behaviour): " + msg
     if _COMPLEX.search(test) or _COMPLEX.search(msg):
-        return "complex", msg or "complex dtype"
+        return "complex", "complex dtypes are not supported on tpu: " + (msg[:100] or "complex dtype")
+    if re.search(r"does not support dtype (UInt16|UInt32|UInt64|Float8|QInt|QUInt|Bits)", msg) \
+            or re.search(r"Quantized|quantized|Sparse|sparse", msg):
+        return "dtype", msg
     if _MESSAGE.search(msg):
         return "message", msg
     if _DTYPES.search(test) and ("not implemented" in msg.lower() or "not supported" in msg.lower()):
