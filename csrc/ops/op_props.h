@@ -17,6 +17,9 @@ typedef enum {
   /* computed through complex intermediates, which tpu cannot hold: the
    * whole op runs on CPU (its CPU errors included) */
   TT_PROP_COMPLEX_ON_CPU = 8,
+  /* ATen's (values, indices) out= kernel requires values of the input's
+   * dtype and int64 indices (no casting into them) */
+  TT_PROP_OUT_VALUES_INDICES = 16,
 } tt_op_prop;
 
 /* The properties (a set of tt_op_prop bits) of op_name, "cat.out" or "cat"

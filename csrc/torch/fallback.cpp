@@ -265,6 +265,7 @@ struct OpInfo {
   bool out_variant;      // has out= arguments (written, keyword-only)
   bool out_no_overlap;   // its out= may not overlap an input at all
   bool out_same_dtype;   // its out= must have the input's dtype
+  bool out_values_indices;  // its (values, indices) out=: input's dtype, then int64
   std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
@@ -298,6 +299,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   const unsigned props = tt_op_props(info.name.c_str());
   info.out_no_overlap = info.out_variant && (props & TT_PROP_OUT_NO_OVERLAP);
   info.out_same_dtype = info.out_variant && (props & TT_PROP_OUT_SAME_DTYPE);
+  info.out_values_indices = info.out_variant && (props & TT_PROP_OUT_VALUES_INDICES);
   info.allow_upload = props & TT_PROP_UPLOAD_CPU_ARGS;
   return infos.emplace(&schema, std::move(info)).first->second;
 }
@@ -326,6 +328,15 @@ void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
     if (info.out_same_dtype && !ins.empty())
       TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Expected out tensor to have dtype ",
                   ins.front().dtype(), ", but got ", out.dtype(), " instead");
+  }
+  // (values, indices) outs are not cast into: a lowering would write the
+  // indices into any dtype it can cast to (PyTorch's message for max/sort)
+  if (info.out_values_indices && outs.size() == 2 && !ins.empty()) {
+    TORCH_CHECK(outs[0].scalar_type() == ins.front().scalar_type(),
+                "Expected out tensor to have dtype ", ins.front().dtype(), ", but got ",
+                outs[0].dtype(), " instead");
+    TORCH_CHECK(outs[1].scalar_type() == at::kLong, "Expected out tensor to have dtype ",
+                caffe2::TypeMeta::Make<int64_t>(), ", but got ", outs[1].dtype(), " instead");
   }
 }
 
