@@ -10,6 +10,8 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include <limits>
+
 #include "torch/bridge.h"
 
 extern "C" {
@@ -281,6 +283,10 @@ void tpu_histc(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     auto mm = at::aminmax(self);
     // CPU's own check (and message) on the two extremes
     at::Tensor ends = at::stack({std::get<0>(mm), std::get<1>(mm)}).cpu();
+    // a NaN's sign is not kept by the device's min/max; CPU's message for an
+    // all-NaN range reads "[nan, nan]" (one positive NaN)
+    if (ends.isnan().all().item<bool>())
+      ends = at::full({1}, std::numeric_limits<double>::quiet_NaN(), ends.options());
     (void)at::histc(ends, (*stack)[base + 1].toInt(), lo, hi);
   }
   tpu_fallback(op, stack);

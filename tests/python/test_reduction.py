@@ -294,3 +294,14 @@ def test_values_indices_out_dtypes_are_checked(name, values, indices):
     assert torch.equal(got[0].cpu(), want[0])
     if name not in ("median", "nanmedian", "kthvalue"):  # ties may pick another index
         assert torch.equal(got[1].cpu(), want[1])
+
+
+# histc over data whose range is all NaN raises CPU's message, "[nan, nan]"
+# (the device's min/max lose a NaN's sign: it read "[-nan, -nan]"); found by
+# PyTorch's test_reductions (test_histc).
+def test_histc_nan_range_message_matches_cpu():
+    for t in (torch.tensor([float("nan")]), torch.full((3,), float("nan"))):
+        with pytest.raises(RuntimeError, match=r"range of \[nan, nan\] is not finite"):
+            torch.histc(t.to("tpu"))
+    with pytest.raises(RuntimeError, match=r"range of \[-inf, inf\] is not finite"):
+        torch.histc(torch.tensor([float("-inf"), float("inf")], device="tpu"))
