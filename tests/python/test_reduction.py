@@ -305,3 +305,24 @@ def test_histc_nan_range_message_matches_cpu():
             torch.histc(t.to("tpu"))
     with pytest.raises(RuntimeError, match=r"range of \[-inf, inf\] is not finite"):
         torch.histc(torch.tensor([float("-inf"), float("inf")], device="tpu"))
+
+
+# var/std(_mean) with correction >= N run on CPU for CPU's "degrees of freedom
+# is <= 0" warning; that warning comes first (the fallback's own "not lowered"
+# warning came before it), the run is still in the fallback report; found by
+# PyTorch's test_reductions (test_warn_invalid_degrees_of_freedom).
+@pytest.mark.parametrize("name", ["std", "var", "var_mean", "std_mean"])
+def test_invalid_degrees_of_freedom_warns_like_cpu(name):
+    import warnings
+    x = torch.randn(10, 20)
+    f = getattr(torch, name)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = f(x.to("tpu"), dim=-1, correction=20)
+    assert w and "degrees of freedom is <= 0" in str(w[0].message)
+    assert not any("is not lowered" in str(m.message) for m in w)
+    assert f"{name}.correction" in torch_tpu.debug.fallback_report()
+    want = f(x, dim=-1, correction=20)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, e in zip(got, want):
+        assert torch.equal(g.cpu().isinf(), e.isinf())
