@@ -300,6 +300,7 @@ def main(argv=None):
         return 2
 
     expected = exp.load(args.expectations)
+    args.report = os.path.abspath(args.report)  # the children run in the tests folder
     report_dir = os.path.dirname(args.report)
     os.makedirs(report_dir, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="run-", dir=report_dir)
