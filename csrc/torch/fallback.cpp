@@ -324,6 +324,13 @@ void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
       for (const at::Tensor& t : v.toTensorList().vec())
         if (t.defined()) dst.push_back(t);
   }
+  // an out= on another device than the tpu inputs: PyTorch's message (a CPU
+  // run of the op would fail copying its result back, with another error)
+  for (const at::Tensor& out : outs)
+    for (const at::Tensor& in : ins)
+      TORCH_CHECK(out.device() == in.device() || !in.device().is_privateuseone(),
+                  "Expected all tensors to be on the same device, but found at least two "
+                  "devices, ", in.device(), " and ", out.device(), "!");
   for (const at::Tensor& out : outs) {
     at::assert_no_internal_overlap(out);
     for (const at::Tensor& in : ins) {

@@ -90,3 +90,23 @@ def test_ops_with_complex_intermediates_run_whole_on_cpu():
         torch.complex(x.tpu(), x.double().tpu())
     with pytest.raises(TypeError, match="does not support dtype ComplexFloat"):
         torch.complex(x.tpu(), x.tpu())
+
+
+# An out= on the CPU for an op on tpu inputs raises PyTorch's "on the same
+# device" RuntimeError, lowered or not (an op run on CPU failed copying its
+# result back with NotImplementedError "Could not run
+# 'aten::_copy_from_and_resize' ... 'CPU' backend"); found by PyTorch's
+# test_shape_ops (test_nonzero).
+@pytest.mark.parametrize("name", ["nonzero", "add", "sum"])
+def test_cpu_out_for_tpu_inputs_raises_same_device_error(name):
+    t = torch.randint(2, (12,), device="tpu")
+    ops = {
+        "nonzero": lambda out: torch.nonzero(t, out=out),
+        "add": lambda out: torch.add(t, t, out=out),
+        "sum": lambda out: torch.sum(t, 0, out=out),
+    }
+    with pytest.raises(RuntimeError, match="on the same device"):
+        ops[name](torch.empty(0, dtype=torch.long))
+    got = ops[name](torch.empty(0, dtype=torch.long, device="tpu"))
+    want = {"nonzero": torch.nonzero(t.cpu()), "add": t.cpu() + t.cpu(), "sum": t.cpu().sum(0)}
+    assert torch.equal(got.cpu(), want[name])
