@@ -33,6 +33,17 @@ static const op_rule rules[] = {
     {"nanmedian", false, TT_PROP_OUT_VALUES_INDICES},
     {"cummax", false, TT_PROP_OUT_VALUES_INDICES},
     {"cummin", false, TT_PROP_OUT_VALUES_INDICES},
+    /* unary ops built as TensorIterator unary ops (all operands one dtype) */
+    {"neg", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"floor", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"ceil", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"trunc", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"round", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"frac", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"sign", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"sgn", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"abs", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"bitwise_not", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
     /* ops that take CPU index tensors or CPU optimizer steps */
     {"index", true, TT_PROP_UPLOAD_CPU_ARGS},
     {"_index_put", true, TT_PROP_UPLOAD_CPU_ARGS},

@@ -271,6 +271,7 @@ struct OpInfo {
   bool out_no_overlap;   // its out= may not overlap an input at all
   bool out_same_dtype;   // its out= must have the input's dtype
   bool out_values_indices;  // its (values, indices) out=: input's dtype, then int64
+  bool out_unary_same_dtype;  // a TensorIterator unary op: out has the input's dtype
   std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
@@ -305,6 +306,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   info.out_no_overlap = info.out_variant && (props & TT_PROP_OUT_NO_OVERLAP);
   info.out_same_dtype = info.out_variant && (props & TT_PROP_OUT_SAME_DTYPE);
   info.out_values_indices = info.out_variant && (props & TT_PROP_OUT_VALUES_INDICES);
+  info.out_unary_same_dtype = info.out_variant && (props & TT_PROP_OUT_UNARY_SAME_DTYPE);
   info.allow_upload = props & TT_PROP_UPLOAD_CPU_ARGS;
   return infos.emplace(&schema, std::move(info)).first->second;
 }
@@ -341,6 +343,10 @@ void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
       TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Expected out tensor to have dtype ",
                   ins.front().dtype(), ", but got ", out.dtype(), " instead");
   }
+  if (info.out_unary_same_dtype && !ins.empty())
+    for (const at::Tensor& out : outs)
+      TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Found dtype ",
+                  out.scalar_type(), " but expected ", ins.front().scalar_type());
   // (values, indices) outs are not cast into: a lowering would write the
   // indices into any dtype it can cast to (PyTorch's message for max/sort)
   if (info.out_values_indices && outs.size() == 2 && !ins.empty()) {

@@ -110,3 +110,23 @@ def test_cpu_out_for_tpu_inputs_raises_same_device_error(name):
     got = ops[name](torch.empty(0, dtype=torch.long, device="tpu"))
     want = {"nonzero": torch.nonzero(t.cpu()), "add": t.cpu() + t.cpu(), "sum": t.cpu().sum(0)}
     assert torch.equal(got.cpu(), want[name])
+
+
+# TensorIterator unary ops (neg, floor, ceil, trunc, round, frac, sign, sgn,
+# abs, bitwise_not and their aliases) require out= of the input's dtype, with
+# CPU's message (tpu cast into any out); found by PyTorch's test_type_promotion
+# (test_unary_op_out_casting).
+@pytest.mark.parametrize("name", ["neg", "floor", "ceil", "trunc", "round", "frac", "sign", "sgn",
+                                  "abs", "bitwise_not", "fix", "absolute", "negative"])
+def test_unary_out_of_another_dtype_raises_like_cpu(name):
+    f = getattr(torch, name)
+    x = torch.tensor([1, 2]) if name == "bitwise_not" else torch.tensor([1.5, -2.0])
+    wrong = torch.int32 if name == "bitwise_not" else torch.float64
+    with pytest.raises(RuntimeError) as cpu_err:
+        f(x, out=torch.empty(0, dtype=wrong))
+    with pytest.raises(RuntimeError) as tpu_err:
+        f(x.to("tpu"), out=torch.empty(0, dtype=wrong, device="tpu"))
+    assert str(tpu_err.value) == str(cpu_err.value)
+    out = torch.empty(0, dtype=x.dtype, device="tpu")
+    f(x.to("tpu"), out=out)
+    assert torch.equal(out.cpu(), f(x))
