@@ -24,7 +24,7 @@ EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
-.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance docs clean
+.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance pytorch-tests docs clean
 
 all: build
 
@@ -122,7 +122,8 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_module_conversion.py --ignore=tests/python/test_hf_models.py \
             --ignore=tests/python/test_autocast.py --ignore=tests/python/test_executable_cap.py \
             --ignore=tests/python/test_complex.py --ignore=tests/python/test_hf_models_families.py \
-            --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py
+            --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py \
+            --ignore=tests/python/test_pytorch_tests_harness.py
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
 	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
@@ -176,6 +177,15 @@ conformance:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py
 	PYTHONPATH=$(CURDIR) $(PY) tools/conformance.py --mode fused
+
+# PyTorch's own device-generic test files against tpu (tools/pytorch_tests,
+# docs/pytorch-tests.md). PYTORCH_TESTS_DIR names a PyTorch checkout's test/
+# folder (without it: how to get one, exit 0); FILES=test_indexing for a subset;
+# fails on any difference from tools/pytorch_tests/expectations.txt.
+pytorch-tests:
+	@if [ -z "$(PYTORCH_TESTS_DIR)" ]; then $(PYTHON) tools/pytorch_tests/run.py; else \
+	  $(MAKE) -j2 build && PYTHONPATH=$(CURDIR) $(PY) tools/pytorch_tests/run.py \
+	    --tests-dir "$(PYTORCH_TESTS_DIR)" $(if $(FILES),--files "$(FILES)"); fi
 
 # README.md's environment table, from the settings registry (csrc/core/settings.c).
 docs: build

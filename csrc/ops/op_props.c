@@ -22,6 +22,28 @@ static const op_rule rules[] = {
     {"masked_select", false, TT_PROP_OUT_NO_OVERLAP},
     {"kthvalue", false, TT_PROP_OUT_NO_OVERLAP},
     {"gather", false, TT_PROP_OUT_NO_OVERLAP | TT_PROP_OUT_SAME_DTYPE},
+    /* (values, indices) out= kernels: no casting into either output (only
+     * the two-output overloads have two out tensors) */
+    {"max", false, TT_PROP_OUT_VALUES_INDICES},
+    {"min", false, TT_PROP_OUT_VALUES_INDICES},
+    {"sort", false, TT_PROP_OUT_VALUES_INDICES},
+    {"topk", false, TT_PROP_OUT_VALUES_INDICES},
+    {"kthvalue", false, TT_PROP_OUT_VALUES_INDICES},
+    {"median", false, TT_PROP_OUT_VALUES_INDICES},
+    {"nanmedian", false, TT_PROP_OUT_VALUES_INDICES},
+    {"cummax", false, TT_PROP_OUT_VALUES_INDICES},
+    {"cummin", false, TT_PROP_OUT_VALUES_INDICES},
+    /* unary ops built as TensorIterator unary ops (all operands one dtype) */
+    {"neg", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"floor", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"ceil", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"trunc", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"round", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"frac", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"sign", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"sgn", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"abs", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
+    {"bitwise_not", false, TT_PROP_OUT_UNARY_SAME_DTYPE},
     /* ops that take CPU index tensors or CPU optimizer steps */
     {"index", true, TT_PROP_UPLOAD_CPU_ARGS},
     {"_index_put", true, TT_PROP_UPLOAD_CPU_ARGS},

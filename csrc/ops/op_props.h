@@ -21,6 +21,12 @@ typedef enum {
   /* its lowering computes complex tensors correctly; an op without this
    * bit that meets a complex tensor (or dtype) runs on CPU */
   TT_PROP_COMPLEX_NATIVE = 16,
+  /* ATen's (values, indices) out= kernel requires values of the input's
+   * dtype and int64 indices (no casting into them) */
+  TT_PROP_OUT_VALUES_INDICES = 32,
+  /* ATen's unary out= kernel (TensorIterator's unary op) requires out to
+   * have the input's dtype, with "Found dtype X but expected Y" */
+  TT_PROP_OUT_UNARY_SAME_DTYPE = 64,
 } tt_op_prop;
 
 /* The properties (a set of tt_op_prop bits) of op_name, "cat.out" or "cat"

@@ -300,6 +300,16 @@ static tt_error *lower_topk(tt_lower_ctx *c) {
  * and indices, then reshapes for keepdim. */
 static void output_picked(tt_lower_ctx *c, tt_val sv, tt_val si, int dim, tt_val pos, const rplan *p) {
   tt_builder *b = tt_lc_builder(c);
+  tt_shape s = tt_b_shape(b, sv);
+  int64_t numel = 1;
+  for (int i = 0; i < s.ndim; i++) numel *= s.dims[i];
+  if (numel == 0) {
+    /* another dim is empty: nothing to pick, and a gather over an empty
+     * batch is rejected by the compiler; the (empty) first slice has the shape */
+    tt_lc_output(c, red_finish(b, tt_slice_dim(b, sv, dim, 0, 1), p));
+    tt_lc_output(c, red_finish(b, tt_slice_dim(b, si, dim, 0, 1), p));
+    return;
+  }
   tt_lc_output(c, red_finish(b, take_at(b, sv, dim, pos), p));
   tt_lc_output(c, red_finish(b, take_at(b, si, dim, pos), p));
 }

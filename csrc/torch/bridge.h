@@ -53,8 +53,9 @@ at::Tensor wrap_storage(tt_storage* s, tt_dtype dtype, int ndim, const int64_t* 
 void drain_explanations();
 void install_explain_hook();
 
-// Records and reports CPU fallbacks.
-void count_fallback(const std::string& op);
+// Records CPU fallbacks; the first of an op is announced with a warning
+// unless announce is false (a case CPU itself warns about).
+void count_fallback(const std::string& op, bool announce = true);
 
 // The boxed tpu kernel every lowered op goes through (fallback.cpp).
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);

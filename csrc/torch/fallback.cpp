@@ -262,7 +262,12 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const
     TORCH_CHECK_NOT_IMPLEMENTED(false, "The operator 'aten::", name,
                                 "' is not currently implemented for the tpu device (",
                                 why, ") and TORCH_TPU_CPU_FALLBACK=0 forbids running it on CPU.");
-  count_fallback(name);
+  // A lowering declines "(CPU warns)" where the case is one CPU warns about
+  // (var with degrees of freedom <= 0): CPU's warning is the one to see, so
+  // the run is counted but not announced with another warning first.
+  const std::string tag = "(CPU warns)";
+  bool cpu_warns = why.size() >= tag.size() && why.compare(why.size() - tag.size(), tag.size(), tag) == 0;
+  count_fallback(name, !cpu_warns);
   at::native::cpu_fallback(op, stack);
 }
 
@@ -302,6 +307,8 @@ struct OpInfo {
   bool out_no_overlap;   // its out= may not overlap an input at all
   bool out_same_dtype;   // its out= must have the input's dtype
   bool complex_native;   // its lowering handles complex tensors
+  bool out_values_indices;  // its (values, indices) out=: input's dtype, then int64
+  bool out_unary_same_dtype;  // a TensorIterator unary op: out has the input's dtype
   std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
@@ -335,6 +342,8 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   const unsigned props = tt_op_props(info.name.c_str());
   info.out_no_overlap = info.out_variant && (props & TT_PROP_OUT_NO_OVERLAP);
   info.out_same_dtype = info.out_variant && (props & TT_PROP_OUT_SAME_DTYPE);
+  info.out_values_indices = info.out_variant && (props & TT_PROP_OUT_VALUES_INDICES);
+  info.out_unary_same_dtype = info.out_variant && (props & TT_PROP_OUT_UNARY_SAME_DTYPE);
   info.allow_upload = props & TT_PROP_UPLOAD_CPU_ARGS;
   info.complex_native = props & TT_PROP_COMPLEX_NATIVE;
   return infos.emplace(&schema, std::move(info)).first->second;
@@ -355,6 +364,13 @@ void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
       for (const at::Tensor& t : v.toTensorList().vec())
         if (t.defined()) dst.push_back(t);
   }
+  // an out= on another device than the tpu inputs: PyTorch's message (a CPU
+  // run of the op would fail copying its result back, with another error)
+  for (const at::Tensor& out : outs)
+    for (const at::Tensor& in : ins)
+      TORCH_CHECK(out.device() == in.device() || !in.device().is_privateuseone(),
+                  "Expected all tensors to be on the same device, but found at least two "
+                  "devices, ", in.device(), " and ", out.device(), "!");
   for (const at::Tensor& out : outs) {
     at::assert_no_internal_overlap(out);
     for (const at::Tensor& in : ins) {
@@ -364,6 +380,19 @@ void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
     if (info.out_same_dtype && !ins.empty())
       TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Expected out tensor to have dtype ",
                   ins.front().dtype(), ", but got ", out.dtype(), " instead");
+  }
+  if (info.out_unary_same_dtype && !ins.empty())
+    for (const at::Tensor& out : outs)
+      TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Found dtype ",
+                  out.scalar_type(), " but expected ", ins.front().scalar_type());
+  // (values, indices) outs are not cast into: a lowering would write the
+  // indices into any dtype it can cast to (PyTorch's message for max/sort)
+  if (info.out_values_indices && outs.size() == 2 && !ins.empty()) {
+    TORCH_CHECK(outs[0].scalar_type() == ins.front().scalar_type(),
+                "Expected out tensor to have dtype ", ins.front().dtype(), ", but got ",
+                outs[0].dtype(), " instead");
+    TORCH_CHECK(outs[1].scalar_type() == at::kLong, "Expected out tensor to have dtype ",
+                caffe2::TypeMeta::Make<int64_t>(), ", but got ", outs[1].dtype(), " instead");
   }
 }
 
@@ -480,13 +509,13 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (auto& r : returns) stack->push_back(std::move(r));
 }
 
-void count_fallback(const std::string& op) {
+void count_fallback(const std::string& op, bool announce) {
   bool first;
   {
     std::lock_guard<std::mutex> lock(fallback_mutex);
     first = fallback_counts[op]++ == 0;
   }
-  if (first)
+  if (first && announce)
     TORCH_WARN("torch_tpu: aten::", op, " is not lowered for tpu; running it on CPU ",
                "(inputs and results are copied; see torch_tpu.debug.fallback_report())");
 }

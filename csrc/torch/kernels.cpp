@@ -12,6 +12,8 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include <limits>
+
 #include "torch/bridge.h"
 
 extern "C" {
@@ -306,6 +308,10 @@ void tpu_histc(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     auto mm = at::aminmax(self);
     // CPU's own check (and message) on the two extremes
     at::Tensor ends = at::stack({std::get<0>(mm), std::get<1>(mm)}).cpu();
+    // a NaN's sign is not kept by the device's min/max; CPU's message for an
+    // all-NaN range reads "[nan, nan]" (one positive NaN)
+    if (ends.isnan().all().item<bool>())
+      ends = at::full({1}, std::numeric_limits<double>::quiet_NaN(), ends.options());
     (void)at::histc(ends, (*stack)[base + 1].toInt(), lo, hi);
   }
   tpu_fallback(op, stack);
@@ -332,9 +338,38 @@ void tpu_multinomial(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   tpu_fallback(op, stack);
 }
+
+// clone(self, *, memory_format): the core's clone is a contiguous copy. CPU's
+// keeps self's strides (preserve_format, the default, on a dense tensor) or
+// takes the requested layout (channels_last, ...): for those, allocate with
+// CPU's strides and copy into them.
+void tpu_clone(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t nargs = op.schema().arguments().size();
+  auto base = stack->size() - nargs;
+  const at::Tensor self = (*stack)[base].toTensor();
+  const c10::IValue& mf_arg = (*stack)[base + 1];
+  auto mf = mf_arg.isNone() ? c10::MemoryFormat::Preserve : mf_arg.toMemoryFormat();
+  at::Tensor out;
+  if (self.numel() > 0 && mf == c10::MemoryFormat::Preserve && self.is_non_overlapping_and_dense()) {
+    if (!self.is_contiguous()) out = at::empty_strided(self.sizes(), self.strides(), self.options());
+  } else if (self.numel() > 0) {
+    if (mf == c10::MemoryFormat::Preserve) mf = self.suggest_memory_format();
+    if (mf != c10::MemoryFormat::Contiguous)
+      out = at::empty(self.sizes(), self.options().memory_format(mf));
+  }
+  if (!out.defined()) {
+    tpu_fallback(op, stack);
+    return;
+  }
+  device_copy(out, self);
+  torch::jit::drop(*stack, nargs);
+  torch::jit::push(*stack, std::move(out));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("clone", torch::CppFunction::makeFromBoxedFunction<&tpu_clone>());
   m.impl("histc", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
   m.impl("histc.out", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
   m.impl("multinomial", torch::CppFunction::makeFromBoxedFunction<&tpu_multinomial>());

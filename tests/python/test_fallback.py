@@ -101,3 +101,43 @@ def test_complex_ops_without_a_lowering_run_on_cpu():
     assert got.device.type == "tpu" and got.dtype == torch.complex64
     assert torch.allclose(got.cpu(), torch.sinh(z))
     assert any(k.startswith("sinh") for k in torch_tpu.debug.fallback_report())
+
+
+# An out= on the CPU for an op on tpu inputs raises PyTorch's "on the same
+# device" RuntimeError, lowered or not (an op run on CPU failed copying its
+# result back with NotImplementedError "Could not run
+# 'aten::_copy_from_and_resize' ... 'CPU' backend"); found by PyTorch's
+# test_shape_ops (test_nonzero).
+@pytest.mark.parametrize("name", ["nonzero", "add", "sum"])
+def test_cpu_out_for_tpu_inputs_raises_same_device_error(name):
+    t = torch.randint(2, (12,), device="tpu")
+    ops = {
+        "nonzero": lambda out: torch.nonzero(t, out=out),
+        "add": lambda out: torch.add(t, t, out=out),
+        "sum": lambda out: torch.sum(t, 0, out=out),
+    }
+    with pytest.raises(RuntimeError, match="on the same device"):
+        ops[name](torch.empty(0, dtype=torch.long))
+    got = ops[name](torch.empty(0, dtype=torch.long, device="tpu"))
+    want = {"nonzero": torch.nonzero(t.cpu()), "add": t.cpu() + t.cpu(), "sum": t.cpu().sum(0)}
+    assert torch.equal(got.cpu(), want[name])
+
+
+# TensorIterator unary ops (neg, floor, ceil, trunc, round, frac, sign, sgn,
+# abs, bitwise_not and their aliases) require out= of the input's dtype, with
+# CPU's message (tpu cast into any out); found by PyTorch's test_type_promotion
+# (test_unary_op_out_casting).
+@pytest.mark.parametrize("name", ["neg", "floor", "ceil", "trunc", "round", "frac", "sign", "sgn",
+                                  "abs", "bitwise_not", "fix", "absolute", "negative"])
+def test_unary_out_of_another_dtype_raises_like_cpu(name):
+    f = getattr(torch, name)
+    x = torch.tensor([1, 2]) if name == "bitwise_not" else torch.tensor([1.5, -2.0])
+    wrong = torch.int32 if name == "bitwise_not" else torch.float64
+    with pytest.raises(RuntimeError) as cpu_err:
+        f(x, out=torch.empty(0, dtype=wrong))
+    with pytest.raises(RuntimeError) as tpu_err:
+        f(x.to("tpu"), out=torch.empty(0, dtype=wrong, device="tpu"))
+    assert str(tpu_err.value) == str(cpu_err.value)
+    out = torch.empty(0, dtype=x.dtype, device="tpu")
+    f(x.to("tpu"), out=out)
+    assert torch.equal(out.cpu(), f(x))

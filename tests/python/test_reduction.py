@@ -259,3 +259,70 @@ def test_sum_error_does_not_grow_with_count():
     check(lambda t: t.sum((1, 3), keepdim=True), y)
     check(lambda t: t.mean((0, 2)), y)
     check(lambda t: t.sum(), torch.randn(37, 3))  # padded blocks
+
+
+# (values, indices) out= overloads do not cast into their outputs: values of
+# another dtype, or indices other than int64, raise as on CPU (the indices
+# were silently written into a float64 out); found by PyTorch's
+# test_reductions (test_minmax_illegal_dtype).
+_VALUES_INDICES_OPS = {
+    "max": lambda x, o: torch.max(x, 0, out=o),
+    "min": lambda x, o: torch.min(x, 0, out=o),
+    "kthvalue": lambda x, o: torch.kthvalue(x, 2, 0, out=o),
+    "median": lambda x, o: torch.median(x, 0, out=o),
+    "nanmedian": lambda x, o: torch.nanmedian(x, 0, out=o),
+    "sort": lambda x, o: torch.sort(x, 0, out=o),
+    "topk": lambda x, o: torch.topk(x, 2, 0, out=o),
+    "cummax": lambda x, o: torch.cummax(x, 0, out=o),
+    "cummin": lambda x, o: torch.cummin(x, 0, out=o),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VALUES_INDICES_OPS))
+@pytest.mark.parametrize("values, indices", [(torch.int32, torch.int64), (torch.float32, torch.float64)])
+def test_values_indices_out_dtypes_are_checked(name, values, indices):
+    f = _VALUES_INDICES_OPS[name]
+    x = torch.randn(5, 5)
+    with pytest.raises(RuntimeError):
+        f(x, (torch.empty(0, dtype=values), torch.empty(0, dtype=indices)))
+    t = x.to("tpu")
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        f(t, (torch.empty(0, dtype=values, device="tpu"), torch.empty(0, dtype=indices, device="tpu")))
+    # the right dtypes still work, and match CPU
+    want = f(x, (torch.empty(0), torch.empty(0, dtype=torch.int64)))
+    got = f(t, (torch.empty(0, device="tpu"), torch.empty(0, dtype=torch.int64, device="tpu")))
+    assert torch.equal(got[0].cpu(), want[0])
+    if name not in ("median", "nanmedian", "kthvalue"):  # ties may pick another index
+        assert torch.equal(got[1].cpu(), want[1])
+
+
+# histc over data whose range is all NaN raises CPU's message, "[nan, nan]"
+# (the device's min/max lose a NaN's sign: it read "[-nan, -nan]"); found by
+# PyTorch's test_reductions (test_histc).
+def test_histc_nan_range_message_matches_cpu():
+    for t in (torch.tensor([float("nan")]), torch.full((3,), float("nan"))):
+        with pytest.raises(RuntimeError, match=r"range of \[nan, nan\] is not finite"):
+            torch.histc(t.to("tpu"))
+    with pytest.raises(RuntimeError, match=r"range of \[-inf, inf\] is not finite"):
+        torch.histc(torch.tensor([float("-inf"), float("inf")], device="tpu"))
+
+
+# var/std(_mean) with correction >= N run on CPU for CPU's "degrees of freedom
+# is <= 0" warning; that warning comes first (the fallback's own "not lowered"
+# warning came before it), the run is still in the fallback report; found by
+# PyTorch's test_reductions (test_warn_invalid_degrees_of_freedom).
+@pytest.mark.parametrize("name", ["std", "var", "var_mean", "std_mean"])
+def test_invalid_degrees_of_freedom_warns_like_cpu(name):
+    import warnings
+    x = torch.randn(10, 20)
+    f = getattr(torch, name)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = f(x.to("tpu"), dim=-1, correction=20)
+    assert w and "degrees of freedom is <= 0" in str(w[0].message)
+    assert not any("is not lowered" in str(m.message) for m in w)
+    assert f"{name}.correction" in torch_tpu.debug.fallback_report()
+    want = f(x, dim=-1, correction=20)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, e in zip(got, want):
+        assert torch.equal(g.cpu().isinf(), e.isinf())

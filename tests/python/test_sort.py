@@ -75,3 +75,19 @@ def test_mode_out_dtypes_checked(dev):
             torch.mode(x, out=(torch.empty((), dtype=vd, device=dev), torch.empty((), dtype=idt, device=dev)))
     check(lambda a: torch.mode(a, out=(torch.empty((), device=a.device),
                                         torch.empty((), dtype=torch.int64, device=a.device))), x.cpu())
+
+
+# median / nanmedian / mode along a dim of a tensor with another empty dim:
+# an empty result (the pick was a gather over an empty batch, which the
+# compiler rejects); found by PyTorch's test_reductions
+# (test_tensor_compare_ops_empty).
+@pytest.mark.parametrize("name", ["median", "nanmedian", "mode"])
+@pytest.mark.parametrize("dim, keepdim", [(2, False), (-1, True), (0, False)])
+def test_value_pick_along_dim_with_another_empty_dim(name, dim, keepdim):
+    x = torch.randn(2, 0, 4)
+    want = getattr(torch, name)(x, dim, keepdim)
+    got = getattr(torch, name)(x.to("tpu"), dim, keepdim)
+    assert got.values.shape == want.values.shape and got.indices.shape == want.indices.shape
+    assert got.values.dtype == want.values.dtype and got.indices.dtype == torch.int64
+    # and the next op reading a result still runs (the program is valid)
+    assert torch.equal((got.values.sum() + 1).cpu(), (want.values.sum() + 1))

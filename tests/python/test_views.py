@@ -117,3 +117,44 @@ def test_inplace_on_expanded_tensor_raises():
     x = torch.zeros(1, 3).to("tpu").expand(4, 3)
     with pytest.raises(RuntimeError, match="more than one element"):
         x.add_(1)
+
+
+# clone / .contiguous(memory_format=...) / .to(memory_format=...) give CPU's
+# strides (they were contiguous whatever the requested layout), with the same
+# values; found by PyTorch's test_view_ops (test_memory_format_resize_as).
+@pytest.mark.parametrize("case", ["channels_last", "channels_last_3d", "preserve_transposed",
+                                  "preserve_permuted", "preserve_sliced", "contiguous_of_cl"])
+def test_clone_memory_format_strides_match_cpu(case):
+    torch.manual_seed(0)
+    if case == "channels_last_3d":
+        x = torch.randn(2, 3, 4, 5, 6)
+    else:
+        x = torch.randn(2, 3, 4, 5)
+
+    def make(t):
+        if case == "channels_last":
+            return t.contiguous(memory_format=torch.channels_last)
+        if case == "channels_last_3d":
+            return t.clone(memory_format=torch.channels_last_3d)
+        if case == "preserve_transposed":
+            return t.transpose(1, 3).clone()
+        if case == "preserve_permuted":
+            return t.permute(0, 2, 3, 1).clone(memory_format=torch.preserve_format)
+        if case == "preserve_sliced":
+            return t[:, :, ::2].clone()
+        return t.contiguous(memory_format=torch.channels_last).clone(
+            memory_format=torch.contiguous_format)
+
+    want = make(x)
+    got = make(x.to("tpu"))
+    assert got.stride() == want.stride()
+    assert got.is_contiguous() == want.is_contiguous()
+    assert torch.equal(got.cpu(), want)
+
+
+def test_resize_as_preserve_format_follows_channels_last_source():
+    src = torch.randn(2, 3, 4, 5).to("tpu").contiguous(memory_format=torch.channels_last)
+    flat = torch.randn(src.numel(), device="tpu")
+    flat.resize_as_(src, memory_format=torch.preserve_format)
+    assert flat.is_contiguous(memory_format=torch.channels_last)
+    assert flat.stride() == (60, 1, 15, 3)

@@ -1,0 +1,155 @@
+"""pytest plugin loaded into each child that runs one PyTorch test file on tpu.
+
+The runner (tools/pytorch_tests/run.py) starts
+`python -m pytest -p tpu_pytest_plugin <file>` with this folder on PYTHONPATH
+and these settings in the environment:
+
+  PTT_RESULTS   file to append one JSON line per finished test to
+  PTT_CURRENT   file holding the id (and start time) of the test now running;
+                written before each test, so when the child dies by a signal
+                the runner knows which test killed it
+  PTT_SKIP      optional file of test ids to deselect (those already run
+                before a crash), so a restarted child goes on after them
+  PTT_TIMEOUT   per-test limit in seconds; past it the test is recorded as a
+                hang and the child exits (code HANG_EXIT), the runner restarts
+
+Importing torch_tpu here, before pytest imports the test module, registers
+the PrivateUse1 device, so that common_device_type's test bases (computed
+when that module is first imported) include PrivateUse1TestBase and
+instantiate_device_type_tests makes the <Class>PRIVATEUSE1 classes.
+"""
+import faulthandler
+import json
+import os
+import sys
+import threading
+import time
+
+os.environ.setdefault("PYTORCH_TESTING_DEVICE_ONLY_FOR", "privateuse1")
+
+import torch  # noqa: E402
+import torch_tpu  # noqa: E402,F401
+
+HANG_EXIT = 87
+_MESSAGE_LIMIT = 400
+
+_results_path = os.environ.get("PTT_RESULTS")
+_current_path = os.environ.get("PTT_CURRENT")
+_timeout = float(os.environ.get("PTT_TIMEOUT", "300"))
+
+# The real stderr, kept before pytest captures fd 2: a hang's stacks must reach
+# the child's log even though the test's output is being captured.
+_real_stderr = os.fdopen(os.dup(2), "w")
+
+_lock = threading.Lock()
+_reports = {}      # nodeid -> list of (when, outcome, message, wasxfail)
+_timer = None
+_running = None
+
+
+def _append_result(record):
+    if not _results_path:
+        return
+    with _lock:
+        with open(_results_path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+
+
+def _on_hang(nodeid, started):
+    # Runs on a timer thread: the test is still running. Record it as a hang,
+    # show where it is, and leave; the runner restarts after this test.
+    _append_result({"nodeid": nodeid, "outcome": "hang",
+                    "message": f"exceeded the per-test limit of {_timeout:.0f} s",
+                    "seconds": round(time.time() - started, 2)})
+    _real_stderr.write(f"\n[pytorch-tests] HANG: {nodeid} ran over {_timeout:.0f} s\n")
+    _real_stderr.flush()
+    faulthandler.dump_traceback(file=_real_stderr, all_threads=True)
+    _real_stderr.flush()
+    os._exit(HANG_EXIT)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    skip_path = os.environ.get("PTT_SKIP")
+    if not skip_path or not os.path.exists(skip_path):
+        return
+    with open(skip_path) as f:
+        done = {line.strip() for line in f if line.strip()}
+    keep, drop = [], []
+    for item in items:
+        (drop if item.nodeid in done else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_runtest_logstart(nodeid, location):
+    global _timer, _running
+    started = time.time()
+    _running = (nodeid, started)
+    _reports[nodeid] = []
+    if _current_path:
+        with open(_current_path, "w") as f:
+            f.write(json.dumps({"nodeid": nodeid, "started": started}))
+            f.flush()
+    _timer = threading.Timer(_timeout, _on_hang, args=(nodeid, started))
+    _timer.daemon = True
+    _timer.start()
+    # Backstop for a hang that holds the GIL (the timer thread cannot run):
+    # faulthandler's own C thread dumps the stacks and exits the child; the
+    # runner then finds the test started without a result after the limit.
+    faulthandler.dump_traceback_later(_timeout + 60, exit=True, file=_real_stderr)
+
+
+def _message(report):
+    text = _raw_message(report)
+    return " / ".join(line.strip() for line in text.splitlines() if line.strip())[:_MESSAGE_LIMIT]
+
+
+def _raw_message(report):
+    longrepr = report.longrepr
+    if longrepr is None:
+        return ""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:   # skip: (file, line, reason)
+        return str(longrepr[2])
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        return crash.message
+    text = str(longrepr).strip()
+    return text.splitlines()[-1] if text else ""
+
+
+def pytest_runtest_logreport(report):
+    entry = _reports.setdefault(report.nodeid, [])
+    entry.append((report.when, report.outcome, _message(report),
+                  hasattr(report, "wasxfail")))
+
+
+def _final_outcome(reports):
+    """One outcome per test from its setup/call/teardown (and subtest) reports."""
+    failed = [r for r in reports if r[1] == "failed"]
+    if failed:
+        if any(r[3] for r in failed):
+            return "xpassed", failed[0][2]           # strict xfail that passed
+        return "failed", failed[0][2]
+    skipped = [r for r in reports if r[1] == "skipped"]
+    if skipped:
+        if any(r[3] for r in skipped):
+            return "xfailed", skipped[0][2]
+        return "skipped", skipped[0][2]
+    if any(r[3] for r in reports):
+        return "xpassed", ""
+    return "passed", ""
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    global _timer, _running
+    faulthandler.cancel_dump_traceback_later()
+    if _timer is not None:
+        _timer.cancel()
+        _timer = None
+    started = _running[1] if _running and _running[0] == nodeid else time.time()
+    _running = None
+    outcome, message = _final_outcome(_reports.pop(nodeid, []))
+    _append_result({"nodeid": nodeid, "outcome": outcome, "message": message,
+                    "seconds": round(time.time() - started, 2)})
