@@ -62,30 +62,16 @@ static tt_val normalize(tt_builder *b, tt_val x, int norm, double n, bool xla_in
   return tt_mul(b, x, tt_scalar_like(b, x, scale));
 }
 
-/* The dims argument, wrapped and checked (distinct, in range, non-empty
- * signal sizes); returns the count or -1 with c failed or declined. */
-static int read_dims(tt_lower_ctx *c, int64_t *dims, tt_error **err) {
-  const tt_tensor_ref *self = tt_lc_ref(c, 0);
-  int n = tt_lc_int_list(c, 1, dims, TT_MAX_DIMS);
-  *err = NULL;
-  if (!self || n < 1) {
-    *err = tt_lc_decline(c, "%s over no dims", tt_lc_op_name(c));
-    return -1;
-  }
-  for (int i = 0; i < n; i++) {
-    dims[i] = tt_wrap_dim(c, dims[i], self->ndim);
-    if (dims[i] < 0) {
-      *err = tt_lc_fail(c, TT_ERR_INDEX, "%s: dim out of range", tt_lc_op_name(c));
-      return -1;
-    }
-    for (int j = 0; j < i; j++)
-      if (dims[j] == dims[i]) {
-        *err = tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "FFT dims must be unique");
-        return -1;
-      }
-  }
-  return n;
-}
+/* What every primitive reads first: the dims argument, wrapped and checked
+ * (distinct, in range), the input's dtype class and a non-empty signal, the
+ * normalization (argument 2). Returns NULL with a->n dims, or c's decline or
+ * failure. */
+typedef struct {
+  int64_t dims[TT_MAX_DIMS];
+  int n;
+  int norm;
+  const tt_tensor_ref *self;
+} fft_args;
 
 static bool empty_signal(const tt_tensor_ref *r) {
   for (int i = 0; i < r->ndim; i++)
@@ -93,22 +79,45 @@ static bool empty_signal(const tt_tensor_ref *r) {
   return false;
 }
 
+static tt_error *read_args(tt_lower_ctx *c, bool complex_input, fft_args *a) {
+  const char *op = tt_lc_op_name(c);
+  a->self = tt_lc_ref(c, 0);
+  a->n = tt_lc_int_list(c, 1, a->dims, TT_MAX_DIMS);
+  if (!a->self || a->n < 1) return tt_lc_decline(c, "%s over no dims", op);
+  for (int i = 0; i < a->n; i++) {
+    a->dims[i] = tt_wrap_dim(c, a->dims[i], a->self->ndim);
+    if (a->dims[i] < 0) return tt_lc_fail(c, TT_ERR_INDEX, "%s: dim out of range", op);
+    for (int j = 0; j < i; j++)
+      if (a->dims[j] == a->dims[i])
+        return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "FFT dims must be unique");
+  }
+  tt_dtype dt = a->self->dtype;
+  bool ok = complex_input ? tt_dtype_is_complex(dt) : (dt == TT_F32 || dt == TT_F64);
+  if (!ok) return tt_lc_decline(c, "%s of %s", op, tt_dtype_name(dt));
+  if (empty_signal(a->self)) return tt_lc_decline(c, "%s of an empty tensor", op);
+  a->norm = (int)tt_lc_int(c, 2, NORM_NONE);
+  return NULL;
+}
+
+/* The number of points of a transform over a's dims (the first `count`). */
+static double signal_points(const fft_args *a, int count) {
+  double points = 1;
+  for (int i = 0; i < count; i++) points *= (double)a->self->sizes[a->dims[i]];
+  return points;
+}
+
 /* _fft_r2c(self, dim, normalization, onesided) */
 static tt_error *lower_fft_r2c(tt_lower_ctx *c) {
-  int64_t dims[TT_MAX_DIMS];
-  tt_error *err;
-  int n = read_dims(c, dims, &err);
-  if (n < 0) return err;
-  const tt_tensor_ref *self = tt_lc_ref(c, 0);
-  if (self->dtype != TT_F32 && self->dtype != TT_F64)
-    return tt_lc_decline(c, "_fft_r2c of %s", tt_dtype_name(self->dtype));
-  if (empty_signal(self)) return tt_lc_decline(c, "_fft_r2c of an empty tensor");
-  int norm = (int)tt_lc_int(c, 2, NORM_NONE);
+  fft_args a;
+  tt_error *err = read_args(c, false, &a);
+  if (err) return err;
+  const tt_tensor_ref *self = a.self;
+  int n = a.n, norm = a.norm;
+  const int64_t *dims = a.dims;
   bool onesided = tt_lc_bool(c, 3, true);
   tt_builder *b = tt_lc_builder(c);
   tt_val x = tt_lc_tensor(c, 0);
-  double points = 1;
-  for (int i = 0; i < n; i++) points *= (double)self->sizes[dims[i]];
+  double points = signal_points(&a, n);
   tt_val y;
   if (onesided) {
     /* the last dim listed is halved (RFFT), the others are full transforms */
@@ -126,15 +135,12 @@ static tt_error *lower_fft_r2c(tt_lower_ctx *c) {
  * onesided r2c; the last dim listed has last_dim_size real outputs, read
  * from its first last_dim_size / 2 + 1 entries (zero-padded if fewer). */
 static tt_error *lower_fft_c2r(tt_lower_ctx *c) {
-  int64_t dims[TT_MAX_DIMS];
-  tt_error *err;
-  int n = read_dims(c, dims, &err);
-  if (n < 0) return err;
-  const tt_tensor_ref *self = tt_lc_ref(c, 0);
-  if (!tt_dtype_is_complex(self->dtype))
-    return tt_lc_decline(c, "_fft_c2r of %s", tt_dtype_name(self->dtype));
-  if (empty_signal(self)) return tt_lc_decline(c, "_fft_c2r of an empty tensor");
-  int norm = (int)tt_lc_int(c, 2, NORM_NONE);
+  fft_args a;
+  tt_error *err = read_args(c, true, &a);
+  if (err) return err;
+  const tt_tensor_ref *self = a.self;
+  int n = a.n, norm = a.norm;
+  const int64_t *dims = a.dims;
   int64_t out_len = tt_lc_int(c, 3, 0);
   if (out_len < 1)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Invalid number of data points (%lld) specified",
@@ -149,8 +155,7 @@ static tt_error *lower_fft_c2r(tt_lower_ctx *c) {
     hi[last] = need - have;
     x = tt_b_pad(b, x, tt_scalar_like(b, x, 0), lo, hi, NULL);
   }
-  double points = (double)out_len;
-  for (int i = 0; i < n - 1; i++) points *= (double)self->sizes[dims[i]];
+  double points = (double)out_len * signal_points(&a, n - 1);
   x = c2c_over(b, x, false, dims, n - 1);
   tt_val y = fft_over(b, x, "IRFFT", &last, 1, &out_len);
   tt_lc_output(c, normalize(b, y, norm, points, true));
@@ -159,21 +164,13 @@ static tt_error *lower_fft_c2r(tt_lower_ctx *c) {
 
 /* _fft_c2c(self, dim, normalization, forward) */
 static tt_error *lower_fft_c2c(tt_lower_ctx *c) {
-  int64_t dims[TT_MAX_DIMS];
-  tt_error *err;
-  int n = read_dims(c, dims, &err);
-  if (n < 0) return err;
-  const tt_tensor_ref *self = tt_lc_ref(c, 0);
-  if (!tt_dtype_is_complex(self->dtype))
-    return tt_lc_decline(c, "_fft_c2c of %s", tt_dtype_name(self->dtype));
-  if (empty_signal(self)) return tt_lc_decline(c, "_fft_c2c of an empty tensor");
-  int norm = (int)tt_lc_int(c, 2, NORM_NONE);
+  fft_args a;
+  tt_error *err = read_args(c, true, &a);
+  if (err) return err;
   bool forward = tt_lc_bool(c, 3, true);
   tt_builder *b = tt_lc_builder(c);
-  double points = 1;
-  for (int i = 0; i < n; i++) points *= (double)self->sizes[dims[i]];
-  tt_val y = c2c_over(b, tt_lc_tensor(c, 0), forward, dims, n);
-  tt_lc_output(c, normalize(b, y, norm, points, !forward));
+  tt_val y = c2c_over(b, tt_lc_tensor(c, 0), forward, a.dims, a.n);
+  tt_lc_output(c, normalize(b, y, a.norm, signal_points(&a, a.n), !forward));
   return NULL;
 }
 
