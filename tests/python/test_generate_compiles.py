@@ -56,7 +56,10 @@ def llama():
 
 def _generate(cpu, dev, prompt, n, cache_len=None):
     kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False)
-    extra = lambda: {} if cache_len is None else {"past_key_values": _static_cache(dev, cache_len)}
+
+    def extra():  # a fresh cache per call: CPU and tpu must not share one
+        return {} if cache_len is None else {"past_key_values": _static_cache(dev, cache_len)}
+
     want = cpu.generate(prompt, attention_mask=torch.ones_like(prompt), **kw, **extra())
     torch_tpu.debug.reset_fallback_report()
     before = _programs()
