@@ -120,6 +120,7 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_fused.py --ignore=tests/python/test_compile.py \
             --ignore=tests/python/test_floors.py --ignore=tests/python/test_settings.py \
             --ignore=tests/python/test_module_conversion.py --ignore=tests/python/test_hf_models.py \
+            --ignore=tests/python/test_generate_compiles.py \
             --ignore=tests/python/test_autocast.py --ignore=tests/python/test_executable_cap.py \
             --ignore=tests/python/test_complex.py --ignore=tests/python/test_hf_models_families.py \
             --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py \
