@@ -20,7 +20,8 @@ import re
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expectations.txt")
 
 CATEGORIES = {
-    "complex": "complex dtypes are not supported on tpu (a documented limitation)",
+    "complex": "a complex case tpu does not support (complex32, view(dtype) across real/complex); "
+               "the entries of files not rerun since complex64/128 landed need a rerun",
     "dtype": "another dtype tpu does not support (float64 on some ops, uint16/32/64, float8, quantized, sparse)",
     "message": "tpu raises the right exception type with a message worded differently",
     "limitation": "a documented limitation of tpu (docs/architecture.md), or an API "
@@ -90,7 +91,7 @@ def classify(key, message, cpu_outcome=None):
     if cpu_outcome in ("failed", "hang"):
         return "test-env", "fails on CPU too with torch 2.13 (this test version expects other behaviour): " + msg
     if _COMPLEX.search(test) or _COMPLEX.search(msg):
-        return "complex", "complex dtypes are not supported on tpu: " + (msg[:100] or "complex dtype")
+        return "complex", "a complex-dtype case not supported on tpu: " + (msg[:100] or "complex dtype")
     if re.search(r"does not support dtype (UInt16|UInt32|UInt64|Float8|QInt|QUInt|Bits)", msg) \
             or re.search(r"Quantized|quantized|Sparse|sparse", msg):
         return "dtype", msg
