@@ -1,6 +1,7 @@
 #include "core/dtype.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 
 typedef struct {
   const char *name;
@@ -174,4 +175,12 @@ double tt_float_from_bits(tt_dtype dt, uint64_t bits) {
     case TT_F16: return f16_to_double((uint16_t)bits);
     default: return 0;
   }
+}
+
+static _Atomic int default_float = TT_F32;
+
+tt_dtype tt_default_float(void) { return (tt_dtype)atomic_load_explicit(&default_float, memory_order_relaxed); }
+
+void tt_set_default_float(tt_dtype dt) {
+  if (tt_dtype_is_floating(dt)) atomic_store_explicit(&default_float, (int)dt, memory_order_relaxed);
 }

@@ -52,6 +52,13 @@ int tt_dtype_category(tt_dtype dt);
 /* torch.can_cast(from, to): the rule in-place and out= results obey. */
 bool tt_can_cast(tt_dtype from, tt_dtype to);
 
+/* torch.get_default_dtype() as the boundary last set it (float32 until
+ * then): the dtype integer inputs promote to where torch uses the default
+ * (int tensor / Python float, sqrt of an int tensor, ...). Part of every
+ * op's cache key. Thread-safe (an atomic). */
+tt_dtype tt_default_float(void);
+void tt_set_default_float(tt_dtype dt);
+
 /* Bit pattern of `value` rounded to float dtype dt (f16, bf16, f32, f64),
  * round-to-nearest-even; used to print exact constants. */
 uint64_t tt_float_bits(tt_dtype dt, double value);

@@ -68,6 +68,7 @@ static void build_key(tt_key_buf *k, const char *op_name, const tt_arg *args, in
   tt_key_put(k, op_name, strlen(op_name) + 1);
   TT_KEY_VAL(k, (uint8_t)returns_written);
   TT_KEY_VAL(k, (uint8_t)tt_optimization_level());
+  TT_KEY_VAL(k, (uint8_t)tt_default_float());
   tt_storage **seen = NULL;
   int n_seen = 0, cap_seen = 0;
   for (int i = 0; i < nargs; i++) {

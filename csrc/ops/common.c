@@ -25,7 +25,7 @@ tt_dtype tt_result_type(const tt_lower_ctx *c, const int *args, int n) {
       tt_dtype dt = r->dtype;
       /* Wrapped numbers contribute their category's default dtype. */
       if (r->wrapped_number)
-        dt = tt_dtype_is_complex(dt)    ? TT_C64 /* a Python complex */
+        dt = tt_dtype_is_complex(dt)    ? tt_dtype_to_complex(TT_DEFAULT_FLOAT) /* a Python complex */
              : tt_dtype_is_floating(dt) ? TT_DEFAULT_FLOAT
                                         : (dt == TT_BOOL ? TT_BOOL : TT_I64);
       result_update(&state[prio], &set[prio], dt);

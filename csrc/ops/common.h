@@ -15,7 +15,7 @@
 tt_dtype tt_result_type(const tt_lower_ctx *c, const int *args, int n);
 
 /* Default float dtype for ops that promote integers to float (torch default). */
-#define TT_DEFAULT_FLOAT TT_F32
+#define TT_DEFAULT_FLOAT tt_default_float()
 
 /* ------------------------------------------------------------ dtype rules
  * "Is floating" is core's tt_dtype_is_floating (core/dtype.h). */

@@ -18,6 +18,7 @@
 extern "C" {
 #include "core/settings.h"
 #include "graph/execute.h"
+#include "graph/region.h"
 #include "ops/op_props.h"
 }
 
@@ -446,6 +447,14 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     return cpu_fallback(op, stack, name, "no complex lowering");
   if (device < 0) device = current_device();
   bool aliasing = info.aliasing;
+  // The dtype integer inputs promote to (torch.set_default_dtype) is part of
+  // every op's key; ops recorded under the old one are lowered (at the flush)
+  // before it changes.
+  const tt_dtype default_float = to_core_dtype(at::get_default_dtype_as_scalartype());
+  if (default_float != tt_default_float()) {
+    raise_if_error(tt_region_flush(TT_FLUSH_SYNC));
+    tt_set_default_float(default_float);
+  }
 
   tt_op_result res;
   tt_error* err = tt_op_run(name.c_str(), args.data(), static_cast<int>(n), aliasing, device, &res);

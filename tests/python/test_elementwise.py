@@ -534,3 +534,28 @@ def test_equal_matches_cpu_natively(a, b):
 def test_equal_across_devices_raises():
     with pytest.raises(RuntimeError, match="same device"):
         torch.equal(torch.ones(2).tpu(), torch.ones(2))
+
+
+# torch.set_default_dtype decides the dtype integer inputs promote to (int
+# tensor / Python float, sqrt of an int tensor, a Python complex): tpu gave
+# float32 under a float64 default (found by PyTorch's test_type_promotion).
+# Ops recorded before the change keep the old default.
+def test_default_dtype_decides_integer_promotion_like_cpu():
+    a = torch.tensor([1, 2, 3])
+    before = a.to("tpu") / 3  # recorded under float32, maybe still pending
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        cases = [lambda t: t / 3, lambda t: t.to(torch.uint8) + 5.5, lambda t: t * 2.5,
+                 lambda t: torch.add(t, 1.5), torch.sqrt, lambda t: t * 1j]
+        for f in cases:
+            want, got = f(a), f(a.to("tpu"))
+            assert got.dtype == want.dtype, (got.dtype, want.dtype)
+            torch.testing.assert_close(got.cpu(), want)
+    finally:
+        torch.set_default_dtype(old)
+    assert before.dtype == torch.float32
+    torch.testing.assert_close(before.cpu(), a / 3)
+    got = a.to("tpu") / 3
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.cpu(), a / 3)
