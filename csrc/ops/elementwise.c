@@ -126,10 +126,20 @@ static tt_error *add_sub(tt_lower_ctx *c, bool subtract, bool reverse) {
                       "For integral input tensors, argument alpha must not be a floating point number.");
   if (alpha && alpha->kind == TT_SCALAR_BOOL && dt != TT_BOOL)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Boolean alpha only supported for Boolean results.");
+  /* A complex alpha reaches the lowering as a wrapped 0-dim complex tensor,
+   * not a Scalar; it must be multiplied in like any other alpha. */
+  const tt_tensor_ref *alpha_t = alpha ? NULL : tt_lc_ref(c, 2);
+  if (alpha_t && tt_dtype_is_complex(alpha_t->dtype) && !tt_dtype_is_complex(dt) &&
+      !tt_dtype_is_floating(dt))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "For integral input tensors, argument alpha must not be a floating point number.");
+  if (alpha_t && tt_dtype_is_complex(alpha_t->dtype) && !tt_dtype_is_complex(dt))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "For non-complex input tensors, argument alpha must not be a complex number.");
   binop o;
   TT_TRY(setup2(c, reverse ? 1 : 0, reverse ? 0 : 1, dt, &o));
   tt_val y = o.y;
-  if (alpha) {
+  if (alpha || alpha_t) {
     /* alpha is rounded to the result dtype first, like PyTorch */
     tt_val a = tt_b_convert(b, tt_lc_scalar(c, 2, dt), o.cm);
     a = tt_b_broadcast_to(b, a, o.s.nd, o.s.dims);

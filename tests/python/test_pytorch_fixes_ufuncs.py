@@ -1,0 +1,38 @@
+"""Regression tests for bugs PyTorch's own test_binary_ufuncs.py /
+test_unary_ufuncs.py / test_reductions.py found on tpu (make pytorch-tests),
+each compared with CPU PyTorch. Mode-independent: runs once (RUN_ONCE).
+"""
+import re
+
+import pytest
+import torch
+
+import torch_tpu  # noqa: F401
+
+DEV = "tpu"
+
+
+@pytest.mark.parametrize("op", [torch.add, torch.sub, torch.rsub])
+@pytest.mark.parametrize("alpha", [0.1, complex(0.1, 0.2), complex(0, -3), 2])
+def test_add_sub_complex_alpha(op, alpha):
+    # A complex alpha reaches the lowering as a wrapped complex tensor, not a
+    # Scalar; it was dropped (alpha taken as 1) before (test_binary_ufuncs'
+    # test_add).
+    a = torch.tensor([2 + 3j, 4 + 5j, -1 - 0.5j], dtype=torch.complex64)
+    b = torch.tensor([4 + 5j, 2 + 3j, 0.25 + 1j], dtype=torch.complex64)
+    want = op(a, b, alpha=alpha)
+    got = op(a.to(DEV), b.to(DEV), alpha=alpha).cpu()
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool])
+def test_add_real_tensor_complex_alpha_raises(dtype):
+    # CPU refuses a complex alpha for real tensors (integral ones with the
+    # integral message); tpu raises the same RuntimeError instead of
+    # dropping alpha.
+    a = torch.tensor([1, 0], dtype=dtype)
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.add(a, a, alpha=complex(0.1, 0.2))
+    with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
+        torch.add(a.to(DEV), a.to(DEV), alpha=complex(0.1, 0.2))
