@@ -161,6 +161,8 @@ bench:
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/eager_modes.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/hf_decode.py
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/examples_bench.py
 
 # XLA:CPU's own reach on this machine: minGPT's training step in JAX (same
 # compiler) beside CPU eager, Inductor and backend="tpu". JAX gets its own

@@ -73,6 +73,9 @@ def _mark_step(optimizer, args, kwargs):
 
 
 from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: E402
+from . import generation as _generation  # noqa: E402
+
+_generation.install()  # HF generate on tpu: static cache, host-side decode loop (generation.py)
 
 register_optimizer_step_post_hook(_mark_step)
 

@@ -1,20 +1,20 @@
 """Programs compiled per Hugging Face `generate` call on tpu (issue 19 part 6).
 
-Greedy decoding of a tiny random-weight Llama must be token-identical to CPU;
-the compile counts are guarded per new token so that a regression (more
-programs per decode step) fails, and the target (a count bounded independently
-of the number of new tokens) is an expected failure until the growing
-`input_ids`/`attention_mask` of HF's decode loop stop keying new programs.
+Greedy decoding of a tiny random-weight Llama must be token-identical to CPU,
+and the number of programs a call compiles must not grow with the number of
+new tokens.
 
-Why each decode step compiles today (TORCH_TPU_EXPLAIN_RECOMPILES=1): HF's
-loop grows `input_ids` and `attention_mask` by one column per step
-(`torch.cat`), and the next step reads `input_ids[:, -1:]`, a view of that
-new storage. Views at nonzero offsets are runtime parameters, but the program
-still takes the whole storage, whose size is part of its key. With the static
-cache the model's forward is one program for all steps, and two small regions
-(preparing the inputs; the stopping criteria and the `cat`s) recompile per
-step; with the dynamic cache the key/value length grows too, so the step's one
-big region recompiles per step."""
+Why each decode step used to compile (TORCH_TPU_EXPLAIN_RECOMPILES=1): HF's
+loop grows `input_ids`, `attention_mask` and `position_ids` by one column per
+step (`torch.cat`) and reads the next step's inputs from them; every small
+program touching them had a new shape (a view's storage size and the stride
+of its size-1 dim are in the key), and with the dynamic cache the key/value
+length grows too, so the model's forward was a new program per step.
+`torch_tpu/generation.py` now runs that bookkeeping on the host and gives tpu
+models a static cache sized to a power-of-two bucket by default: a call
+compiles its prefill and its decode forward (2 programs in Fused eager and
+under torch.compile), and calls in the same bucket compile nothing. The
+dynamic cache, when asked for, still compiles one program per new length."""
 import copy
 import os
 
@@ -26,6 +26,7 @@ import torch  # noqa: E402
 
 import torch_tpu  # noqa: E402
 import torch_tpu.debug  # noqa: E402
+import torch_tpu.generation  # noqa: E402
 
 transformers = pytest.importorskip(
     "transformers", reason="transformers is not installed (requirements.txt installs it)")
@@ -54,8 +55,10 @@ def llama():
     return cpu, dev, prompt
 
 
-def _generate(cpu, dev, prompt, n, cache_len=None):
+def _generate(cpu, dev, prompt, n, cache_len=None, dynamic=False):
     kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False)
+    if dynamic:
+        kw["cache_implementation"] = "dynamic"
 
     def extra():  # a fresh cache per call: CPU and tpu must not share one
         return {} if cache_len is None else {"past_key_values": _static_cache(dev, cache_len)}
@@ -65,6 +68,7 @@ def _generate(cpu, dev, prompt, n, cache_len=None):
     before = _programs()
     got = dev.generate(prompt.to("tpu"), attention_mask=torch.ones_like(prompt).to("tpu"), **kw,
                        **extra())
+    assert got.device.type == "tpu"
     got = got.cpu()
     compiled = _programs() - before
     assert got.shape == want.shape == (1, PROMPT_LEN + n)
@@ -79,30 +83,54 @@ def _static_cache(dev, length):
     return StaticCache(config=dev.config, max_cache_len=length)
 
 
-def test_static_cache_compiles_per_token(llama):
-    cpu, dev, prompt = llama
-    # One cache length for both calls, so the model's programs are shared and
-    # only what grows with the number of tokens compiles again.
-    c8 = _generate(cpu, dev, prompt, 8, cache_len=48)
-    c32 = _generate(cpu, dev, prompt, 32, cache_len=48)
-    print(f"static cache: {c8} programs for 8 new tokens, then {c32} for 32")
-    # Regression guard: at most two small programs per decode step of a new length.
-    assert c32 <= 2 * (32 - 8) + 4
-
-
-def test_dynamic_cache_compiles_per_token(llama):
-    cpu, dev, prompt = llama
-    c8 = _generate(cpu, dev, prompt, 8)
-    c16 = _generate(cpu, dev, prompt, 16)
-    print(f"dynamic cache: {c8} programs for 8 new tokens, then {c16} for 16")
-    # Regression guard: at most one program per decode step of a new length.
-    assert c16 <= (16 - 8) + 3
-
-
-@pytest.mark.xfail(strict=True, reason="issue 19 part 6: HF's decode loop grows input_ids and "
-                   "attention_mask each step, and a program's key holds its storages' sizes")
-def test_static_cache_compiles_bounded(llama):
+def test_user_static_cache_compiles_bounded(llama):
     cpu, dev, prompt = llama
     c8 = _generate(cpu, dev, prompt, 8, cache_len=56)
     c32 = _generate(cpu, dev, prompt, 32, cache_len=56)
-    assert c32 <= 2, f"{c32} programs compiled for 32 new tokens after {c8} for 8"
+    print(f"user static cache: {c8} programs for 8 new tokens, then {c32} for 32")
+    assert c8 <= 10
+    assert c32 == 0, f"{c32} programs compiled for 32 new tokens after {c8} for 8"
+
+
+def test_default_cache_compiles_bounded(llama):
+    cpu, dev, prompt = llama
+    # prompt 6 + 8 and 6 + 32 share the 64-position bucket; 6 + 64 takes the
+    # 128 one (the model's context): a new bucket compiles the same programs
+    c8 = _generate(cpu, dev, prompt, 8)
+    c32 = _generate(cpu, dev, prompt, 32)
+    c64 = _generate(cpu, dev, prompt, 64)
+    print(f"default (static, bucketed) cache: {c8}, {c32}, {c64} programs for 8, 32, 64 new tokens")
+    assert c8 <= 10 and c64 <= 10
+    assert c64 <= c8, "a new bucket must compile no more than the first call did"
+    assert c32 == 0, f"{c32} programs compiled for 32 new tokens in the bucket of 8"
+
+
+def test_compiled_forward_static_cache_no_recompiles(llama):
+    cpu, dev, prompt = llama
+    model = copy.deepcopy(dev)
+    model.forward = torch.compile(model.forward, backend="tpu")
+    torch._dynamo.reset()
+    c8 = _generate(cpu, model, prompt, 8, cache_len=56)
+    c32 = _generate(cpu, model, prompt, 32, cache_len=56)
+    print(f"torch.compile(backend='tpu'), static cache: {c8} programs for 8 new tokens, "
+          f"then {c32} for 32")
+    assert c8 <= 10
+    assert c32 == 0, f"{c32} programs compiled for 32 new tokens after {c8} for 8"
+
+
+def test_dynamic_cache_still_works(llama):
+    cpu, dev, prompt = llama
+    c2 = _generate(cpu, dev, prompt, 2, dynamic=True)
+    c5 = _generate(cpu, dev, prompt, 5, dynamic=True)
+    print(f"dynamic cache: {c2} programs for 2 new tokens, then {c5} for 5")
+    # each new key/value length is a new forward program: at most one per step
+    assert c5 <= (5 - 2) + 3
+
+
+def test_host_loop_off_still_matches_cpu(llama):
+    cpu, dev, prompt = llama
+    before = torch_tpu.generation.configure(static_cache=False, host_loop=False)
+    try:
+        _generate(cpu, dev, prompt, 3)
+    finally:
+        torch_tpu.generation.configure(**before)

@@ -1,0 +1,136 @@
+"""The reference examples' training steps on tpu against CPU eager, ratios
+measured in one run (the machine is shared and noisy; absolute times are
+context only).
+
+Each example of `examples/` is built at its `--smoke` sizes (its own model,
+optimizer, batches and loss: `main()` runs up to its training loop, which is
+captured instead of run). Variants, interleaved round by round: CPU eager;
+tpu eager (Fused, the default mode); the model under
+`torch.compile(backend="tpu")` (the optimizer's step eager). A variant's
+steps are timed in blocks of BLOCK with one synchronize per block, as a
+training loop that reads its loss now and then runs; the median block is
+reported per step and as the ratio of CPU eager's time to the variant's.
+
+    python benchmarks/examples_bench.py [--rounds 5] [--only mingpt,llama]
+"""
+import argparse
+import copy
+import importlib
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import torch  # noqa: E402
+
+import torch_tpu  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import _common  # noqa: E402
+
+EXAMPLES = ["mingpt", "llama", "qwen3", "resnet", "dlrm", "unet"]
+BLOCK = 5
+
+
+class _Captured(Exception):
+    pass
+
+
+def capture(name):
+    """The example's (model, optimizer, batch_fn, loss_fn) at its smoke sizes on CPU."""
+    mod = importlib.import_module(name)
+    got = {}
+    real = _common.train
+
+    def fake_train(model, opt, batch_fn, loss_fn, args, unit, count):
+        got.update(model=model, opt=opt, batch_fn=batch_fn, loss_fn=loss_fn)
+        raise _Captured
+
+    patched = [m for m in list(sys.modules.values()) if getattr(m, "train", None) is real]
+    for m in patched:
+        m.train = fake_train
+    try:
+        mod.main(["--smoke", "--device", "cpu"])
+    except _Captured:
+        pass
+    finally:
+        for m in patched:
+            m.train = real
+    if not got:
+        raise RuntimeError(f"{name}: its main() did not reach the training loop")
+    return got
+
+
+def _to(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to(v, device) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _to(v, device) for k, v in obj.items()}
+    return obj
+
+
+def variant(cap, device, compiled):
+    model = copy.deepcopy(cap["model"]).to(device)
+    opt = type(cap["opt"])(model.parameters(), **cap["opt"].defaults)
+    fwd = torch.compile(model, backend="tpu") if compiled else model
+    batches = [_to(cap["batch_fn"](s), device) for s in range(1, 4)]
+    i = [0]
+
+    def step():
+        b = batches[i[0] % len(batches)]
+        i[0] += 1
+        loss = cap["loss_fn"](fwd, b)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    def block():
+        for _ in range(BLOCK):
+            loss = step()
+        loss.item()  # one host read per block: waits for the device
+    return block
+
+
+def bench(name, rounds):
+    cap = capture(name)
+    variants = {"CPU eager": variant(cap, "cpu", False),
+                "tpu Fused eager": variant(cap, "tpu", False),
+                "tpu compiled": variant(cap, "tpu", True)}
+    for call in variants.values():  # warm-up: compiles
+        call()
+        call()
+    times = {k: [] for k in variants}
+    for _ in range(rounds):
+        for k, call in variants.items():
+            t = time.perf_counter()
+            call()
+            times[k].append((time.perf_counter() - t) / BLOCK)
+    base = statistics.median(times["CPU eager"])
+    cells = []
+    for k, ts in times.items():
+        med = statistics.median(ts)
+        cells.append(f"{k} {1000 * med:7.2f} ms ({base / med:4.2f}x)")
+    print(f"  {name:7s} " + "  ".join(cells), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default=",".join(EXAMPLES))
+    args = ap.parse_args()
+    print(f"examples' training steps (smoke sizes), median of {args.rounds} interleaved rounds of "
+          f"{BLOCK}-step blocks; ratio = CPU eager time / variant time:")
+    for name in args.only.split(","):
+        try:
+            bench(name, args.rounds)
+        except Exception as e:  # one example's failure must not hide the others' figures
+            print(f"  {name:7s} FAILED: {type(e).__name__}: {str(e)[:300]}", flush=True)
+    print(f"  fallbacks: {torch_tpu.debug.fallback_report() or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Hugging Face decode speed on tpu against CPU eager, ratios measured in one
+run (the machine is shared and noisy; absolute times are context only).
+
+Model: the Llama of `examples/llama.py` (4 layers, hidden 128, 4 heads, GQA
+4/2, vocabulary 256, random weights), a 17-token prompt, greedy decoding.
+
+1. Steady state: each variant generates NEW tokens per call after a warm-up
+   call of the same length; the variants are interleaved round by round and
+   the median call is reported as tokens/s (prefill included) and as ratio
+   to CPU eager. Variants: CPU eager (HF's default dynamic cache); tpu eager
+   (the default mode, Fused) with the dynamic cache asked for; tpu eager with
+   the default (static, bucketed) cache; the model's forward under
+   `torch.compile(backend="tpu")` with the static cache.
+2. First call: `generate` of FIRST tokens in a fresh process with an empty
+   persistent cache (TORCH_TPU_CACHE_DIR set to a new temporary directory),
+   tokens/s against the same first call on CPU in a fresh process.
+
+    python benchmarks/hf_decode.py [--new 32] [--first 256] [--rounds 5]
+"""
+import argparse
+import copy
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+PROMPT = list(b"def __init__(self")
+
+
+def build(context):
+    import torch
+    import transformers as T
+
+    torch.manual_seed(0)
+    h = 128
+    cfg = T.LlamaConfig(vocab_size=256, hidden_size=h, intermediate_size=(8 * h // 3 + 31) // 32 * 32,
+                        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                        max_position_embeddings=context, pad_token_id=0, bos_token_id=1,
+                        eos_token_id=2)
+    return T.LlamaForCausalLM(cfg).eval()
+
+
+def first_call(device, n):
+    """Child process: one generate of n tokens, printed as JSON."""
+    t0 = time.time()
+    import torch
+    if device == "tpu":
+        import torch_tpu  # noqa: F401
+    model = build(len(PROMPT) + n + 16).to(device)
+    prompt = torch.tensor([PROMPT]).to(device)
+    t = time.time()
+    out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=n,
+                         min_new_tokens=n, do_sample=False)
+    tokens = out[0, len(PROMPT):].cpu().tolist()
+    dt = time.time() - t
+    stats = {}
+    if device == "tpu":
+        import torch_tpu
+        s = torch_tpu.cache_stats()
+        stats = {"programs": sum(s["compiles_by_mode"].values()) + s["persistent"]["loads"]}
+    print(json.dumps({"seconds": dt, "tokens_per_s": n / dt, "tokens": tokens,
+                      "process_s": time.time() - t0, **stats}))
+
+
+def run_first(n):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = {}
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env["TORCH_TPU_CACHE_DIR"] = cache_dir
+        for device in ("cpu", "tpu"):
+            p = subprocess.run([sys.executable, __file__, "--child", device, "--first", str(n)],
+                               env=env, capture_output=True, text=True, timeout=1800)
+            if p.returncode != 0:
+                raise RuntimeError(f"{device} child failed:\n{p.stderr[-3000:]}")
+            res[device] = json.loads(p.stdout.strip().splitlines()[-1])
+    same = res["cpu"]["tokens"] == res["tpu"]["tokens"]
+    ratio = res["tpu"]["tokens_per_s"] / res["cpu"]["tokens_per_s"]
+    print(f"first generate of {n} tokens, fresh process, empty persistent cache: "
+          f"tpu {res['tpu']['tokens_per_s']:.1f} tokens/s ({res['tpu']['seconds']:.2f} s, "
+          f"{res['tpu']['programs']} programs) vs CPU eager {res['cpu']['tokens_per_s']:.1f} "
+          f"({res['cpu']['seconds']:.2f} s): {ratio:.2f}x (target >= 0.3x); "
+          f"greedy tokens identical: {same}")
+    return ratio, same
+
+
+def steady(n, rounds):
+    import torch
+    import torch_tpu
+
+    cpu = build(len(PROMPT) + max(n, 64) + 16)
+    dev = copy.deepcopy(cpu).to("tpu")
+    comp = copy.deepcopy(cpu).to("tpu")
+    comp.forward = torch.compile(comp.forward, backend="tpu")
+    prompt = torch.tensor([PROMPT])
+    kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False)
+
+    def gen(model, device, **extra):
+        def call():
+            p = prompt.to(device)
+            out = model.generate(p, attention_mask=torch.ones_like(p), **kw, **extra)
+            return out[0].cpu()  # the tokens reach the host: the call is done
+        return call
+
+    variants = {
+        "CPU eager": gen(cpu, "cpu"),
+        "tpu eager, dynamic cache": gen(dev, "tpu", cache_implementation="dynamic"),
+        "tpu eager, static cache (default)": gen(dev, "tpu"),
+        "compiled (tpu), static cache": gen(comp, "tpu"),
+    }
+    want = None
+    for name, call in variants.items():  # warm-up: compiles, and checks the tokens
+        t = time.time()
+        got = call()
+        if want is None:
+            want = got
+        assert torch.equal(got, want), f"{name}: {got.tolist()} != {want.tolist()}"
+        print(f"  warm-up {name}: {time.time() - t:.2f} s", flush=True)
+    times = {k: [] for k in variants}
+    for _ in range(rounds):
+        for name, call in variants.items():
+            t = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - t)
+    base = statistics.median(times["CPU eager"])
+    print(f"steady-state greedy decode, {n} new tokens per call, median of {rounds} interleaved "
+          "rounds (tokens/s, prefill included; ratio to CPU eager):")
+    ratios = {}
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        ratios[name] = base / med
+        print(f"  {name:36s} {n / med:8.1f} tokens/s  {1000 * med / n:6.2f} ms/token  "
+              f"{base / med:5.2f}x")
+    s = torch_tpu.cache_stats()
+    print(f"  programs compiled in this process: {sum(s['compiles_by_mode'].values())}")
+    return ratios
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--new", type=int, default=32, help="new tokens per steady-state call")
+    ap.add_argument("--first", type=int, default=256, help="new tokens of the first-call run")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--child", choices=["cpu", "tpu"], help=argparse.SUPPRESS)
+    ap.add_argument("--skip-first", action="store_true", help="only the steady-state part")
+    args = ap.parse_args()
+    if args.child:
+        return first_call(args.child, args.first)
+    steady(args.new, args.rounds)
+    if not args.skip_first:
+        run_first(args.first)
+
+
+if __name__ == "__main__":
+    main()
