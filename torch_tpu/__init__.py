@@ -38,6 +38,10 @@ _printing.install()  # tensor contents are formatted from one host copy
 
 from . import debug  # noqa: E402,F401
 from . import compile  # noqa: E402,F401  (registers the torch.compile backend "tpu")
+from . import distributed  # noqa: E402  (registers the torch.distributed backend "tpu")
+
+distributed._register()
+_device_module.distributed_transport = distributed.distributed_transport
 
 
 def _let_autograd_threads_settle():
