@@ -286,6 +286,15 @@ def ddp(rank, world, checks, steps=4):
             torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-5, atol=1e-5)
     checks.run("ddp_matches_single_process", run)
 
+    def reinit_after_destroy():
+        backend = os.environ.get("TT_DIST_BACKEND", "tpu")
+        dist.destroy_process_group()
+        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
+        t = torch.full((3,), float(rank + 1), device="tpu")
+        dist.all_reduce(t)
+        same(t, torch.full((3,), float(sum(range(1, world + 1)))), "all_reduce after a second init")
+    checks.run("reinit_after_destroy", reinit_after_destroy)
+
 
 def main():
     scenario, out_dir = sys.argv[1], sys.argv[2]
