@@ -42,6 +42,9 @@ from . import distributed  # noqa: E402  (registers the torch.distributed backen
 
 distributed._register()
 _device_module.distributed_transport = distributed.distributed_transport
+from . import distributed_streams  # noqa: E402
+
+distributed_streams.install(_device_module)  # torch.tpu.Stream/Event/stream, as FSDP2 calls them
 
 
 def _let_autograd_threads_settle():

@@ -23,7 +23,24 @@ _STORE_PREFIX = "tpu_host/"
 _registered = False
 
 
+def _pick_device():
+    # Each process owns one tpu device. Where this process's client has
+    # several (TORCH_TPU_NUM_DEVICES, or a multi-chip host), LOCAL_RANK picks
+    # it, as launchers set it; on the CPU plugin each process has its own
+    # client whose tpu:0 is its device. Initializing the plugin here also
+    # keeps DeviceMesh from calling set_device(LOCAL_RANK) on a client that
+    # has fewer devices than local ranks.
+    import os
+    if torch.tpu.is_initialized():
+        return
+    torch.tpu.init()
+    local = os.environ.get("LOCAL_RANK")
+    if local is not None and local.isdigit() and int(local) < torch.tpu.device_count():
+        torch.tpu.set_device(int(local))
+
+
 def _create_backend(store, rank, size, timeout):
+    _pick_device()
     # The inner gloo group lives under its own prefix of this group's store
     # (itself already prefixed by the group's name), so any number of groups,
     # and a plain gloo backend for cpu tensors beside us, never share keys.

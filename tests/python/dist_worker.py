@@ -286,6 +286,42 @@ def ddp(rank, world, checks, steps=4):
             torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-5, atol=1e-5)
     checks.run("ddp_matches_single_process", run)
 
+    def fsdp2():
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        mesh = init_device_mesh("tpu", (world,))
+        model = model_fn().to("tpu")
+        for layer in model:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer, mesh=mesh)  # reshard after forward (the default)
+        fully_shard(model, mesh=mesh)
+        w = model[0].weight
+        assert w.to_local().shape == (16 // world, 8), w.to_local().shape  # dim 0 sharded
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        losses = []
+        for x, y in data:
+            xs, ys = x[rank * 6:(rank + 1) * 6].to("tpu"), y[rank * 6:(rank + 1) * 6].to("tpu")
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(xs), ys)
+            loss.backward()
+            opt.step()
+            mean = loss.detach().clone()
+            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+            losses.append(mean.item())
+        checks.results["fsdp2_losses"] = losses
+        ref_losses = checks.results["ref_losses"]
+        for i, (a, b) in enumerate(zip(losses, ref_losses)):
+            assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), f"step {i}: fsdp2 {a} vs single {b}"
+        ref = model_fn()
+        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+        for x, y in data:
+            ref_opt.zero_grad()
+            torch.nn.functional.mse_loss(ref(x), y).backward()
+            ref_opt.step()
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.full_tensor().cpu(), q.detach(), rtol=1e-5, atol=1e-5)
+    checks.run("fsdp2_matches_single_process", fsdp2)
+
     def reinit_after_destroy():
         backend = os.environ.get("TT_DIST_BACKEND", "tpu")
         dist.destroy_process_group()

@@ -3,7 +3,7 @@
 Two ranks on the CPU plugin, each owning `tpu:0` of its own PJRT client:
 - every collective and dtype against the same computation on CPU, launched
   as plain processes with the device map "cpu:gloo,tpu:tpu";
-- DDP training against one process on the whole batch, launched with
+- DDP and FSDP2 (fully_shard) training against one process on the whole batch, launched with
   `torchrun --nproc-per-node 2` and backend "tpu", as a user would.
 The ranks run `dist_worker.py`, which records each check by name.
 """
@@ -124,7 +124,7 @@ def test_transport_is_host(collectives):
         assert "gloo" in t["reason"]
 
 
-def test_ddp_under_torchrun(tmp_path):
+def test_ddp_and_fsdp2_under_torchrun(tmp_path):
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     cmd = [torchrun, "--nproc-per-node", str(WORLD), "--master-port", str(free_port()),
            WORKER, "ddp", str(tmp_path)]
@@ -139,4 +139,8 @@ def test_ddp_under_torchrun(tmp_path):
         for a, b in zip(res["ddp_losses"], res["ref_losses"]):
             assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (res["ddp_losses"], res["ref_losses"])
         assert res["ddp_matches_single_process"] == "ok"
+        # FSDP2 fully_shard per Linear and at the root, over the host transport
+        assert res["fsdp2_matches_single_process"] == "ok"
+        for a, b in zip(res["fsdp2_losses"], res["ref_losses"]):
+            assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (res["fsdp2_losses"], res["ref_losses"])
         assert res["reinit_after_destroy"] == "ok"
