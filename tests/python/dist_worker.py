@@ -226,6 +226,34 @@ def collectives(rank, world, checks):
         assert torch_tpu.distributed.stats()["staged_collectives"] > 0
     checks.run("transport_report", transport_report)
 
+    def gather_scatter_reduce():
+        t = make(rank, shape, torch.float32, 13).to(dev)
+        outs = [torch.zeros(shape, device=dev) for _ in range(world)] if rank == 0 else None
+        dist.gather(t, outs, dst=0)
+        if rank == 0:
+            for r in range(world):
+                same(outs[r], make(r, shape, torch.float32, 13), f"gather[{r}]")
+        got = torch.zeros(shape, device=dev)
+        ins = [make(r, shape, torch.float32, 14).to(dev) for r in range(world)] if rank == 1 else None
+        dist.scatter(got, ins, src=1)
+        same(got, make(rank, shape, torch.float32, 14), "scatter")
+        red = make(rank, shape, torch.int64, 15).to(dev)
+        dist.reduce(red, dst=1, op=dist.ReduceOp.MAX)
+        want = reduce_ref([make(r, shape, torch.int64, 15) for r in range(world)], "max") if rank == 1 \
+            else make(rank, shape, torch.int64, 15)
+        same(red, want, "reduce to rank 1 (others unchanged)")
+    checks.run("gather_scatter_reduce", gather_scatter_reduce)
+
+    def mismatched_dtypes_raise():
+        t = torch.ones(4, dtype=torch.float32 if rank == 0 else torch.int32, device=dev)
+        try:
+            dist.broadcast(t, src=0)
+        except RuntimeError as e:
+            assert "broadcast" in str(e) and "Int[4]" in str(e), str(e)
+            return
+        raise AssertionError("broadcast of float32 and int32 across ranks did not raise")
+    checks.run("mismatched_dtypes_raise", mismatched_dtypes_raise)
+
     def mismatched_shapes_raise():
         # last: a failed gloo collective may leave its group unusable
         import time
@@ -239,6 +267,30 @@ def collectives(rank, world, checks):
             return
         raise AssertionError("all_reduce of shapes (4,) and (5,) across ranks did not raise")
     checks.run("mismatched_shapes_raise", mismatched_shapes_raise)
+
+    def peer_silent_then_exit_raises():
+        # rank 1 stops responding (sleeps past the 5 s timeout of group A),
+        # then leaves the job (main exits it); rank 0's collectives on A and
+        # then on B must raise, not hang
+        import time
+        group_a = dist.new_group(list(range(world)), backend="tpu", timeout=datetime.timedelta(seconds=5))
+        group_b = dist.new_group(list(range(world)), backend="tpu", timeout=datetime.timedelta(seconds=5))
+        dist.barrier(group=group_a)
+        dist.barrier(group=group_b)
+        if rank != 0:
+            time.sleep(7)
+            return
+        for name, group in (("silent_peer_error", group_a), ("exited_peer_error", group_b)):
+            start = time.monotonic()
+            try:
+                dist.all_reduce(torch.ones(3, device=dev), group=group)
+            except RuntimeError as e:
+                elapsed = time.monotonic() - start
+                checks.results[name] = f"{elapsed:.1f}s: {str(e)[:300]}"
+                assert elapsed < 30, elapsed
+                continue
+            raise AssertionError(f"{name}: all_reduce with an unresponsive or exited rank did not raise")
+    checks.run("peer_silent_then_exit_raises", peer_silent_then_exit_raises)
 
 
 def ddp(rank, world, checks, steps=4):
@@ -342,6 +394,8 @@ def main():
     checks.results["transport"] = torch.tpu.distributed_transport()
     with open(os.path.join(out_dir, f"{scenario}-{rank}.json"), "w") as f:
         json.dump(checks.results, f, indent=1)
+    if scenario == "collectives" and rank != 0:
+        os._exit(0)  # leaves without a word: rank 0's peer_silent_then_exit_raises waits on it
     dist.destroy_process_group()
 
 

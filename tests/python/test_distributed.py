@@ -76,7 +76,7 @@ def failures(results, prefix=""):
     bad = {}
     for r, res in enumerate(results):
         for name, value in res.items():
-            if name.startswith(prefix) and isinstance(value, str) and value != "ok" and name != "mismatch_error":
+            if name.startswith(prefix) and isinstance(value, str) and value != "ok" and not name.endswith("_error"):
                 bad[f"rank {r} {name}"] = value
     return bad
 
@@ -101,7 +101,7 @@ def test_collectives_match_cpu(collectives, dtype):
 
 @pytest.mark.parametrize("check", ["all_to_all_list-float32", "in_place_views", "fused_region_pending",
                                    "subgroup", "barrier_and_objects", "functional_collectives",
-                                   "transport_report"])
+                                   "transport_report", "gather_scatter_reduce"])
 def test_collective_behaviour(collectives, check):
     for r, res in enumerate(collectives):
         assert res.get(check) == "ok", f"rank {r} {check}: {res.get(check, 'did not run')}"
@@ -114,6 +114,22 @@ def test_mismatched_shapes_raise(collectives):
         assert res.get("mismatched_shapes_raise") == "ok", res.get("mismatched_shapes_raise")
         assert "all_reduce" in res["mismatch_error"] and "Float[4]" in res["mismatch_error"] \
             and "Float[5]" in res["mismatch_error"], res["mismatch_error"]
+
+
+def test_mismatched_dtypes_raise(collectives):
+    for r, res in enumerate(collectives):
+        assert res.get("mismatched_dtypes_raise") == "ok", res.get("mismatched_dtypes_raise")
+
+
+def test_unresponsive_then_exited_peer_raises(collectives):
+    # rank 1 sleeps past group A's 5 s timeout, then exits without a word:
+    # rank 0's all_reduce on A raises at the timeout, the next one on B when
+    # gloo sees the closed connection (or at B's timeout); neither hangs
+    res = collectives[0]
+    assert res.get("peer_silent_then_exit_raises") == "ok", res.get("peer_silent_then_exit_raises")
+    silent = float(res["silent_peer_error"].split("s:")[0])
+    exited = float(res["exited_peer_error"].split("s:")[0])
+    assert 4.0 <= silent < 30 and exited < 30, (res["silent_peer_error"], res["exited_peer_error"])
 
 
 def test_transport_is_host(collectives):
