@@ -159,4 +159,9 @@ def test_ddp_and_fsdp2_under_torchrun(tmp_path):
         assert res["fsdp2_matches_single_process"] == "ok"
         for a, b in zip(res["fsdp2_losses"], res["ref_losses"]):
             assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (res["fsdp2_losses"], res["ref_losses"])
+        # FSDP2 with bf16 parameters, fp32 reduction, activation checkpointing;
+        # tensor parallelism (ColwiseParallel, RowwiseParallel) on an MLP
+        assert res["fsdp2_bf16_checkpointed"] == "ok"
+        assert res["tensor_parallel"] == "ok"
+        assert len(res["fsdp2_bf16_losses"]) == len(res["tp_losses"]) == 4
         assert res["reinit_after_destroy"] == "ok"
