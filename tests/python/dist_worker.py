@@ -444,6 +444,9 @@ def ddp(rank, world, checks, steps=4):
 
 
 def main():
+    import faulthandler
+    # a hung rank prints every thread's stack and exits before the test's own limit
+    faulthandler.dump_traceback_later(int(os.environ.get("TT_DIST_HANG_SECONDS", "200")), exit=True)
     scenario, out_dir = sys.argv[1], sys.argv[2]
     backend = os.environ.get("TT_DIST_BACKEND", "tpu")
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
