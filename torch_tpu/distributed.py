@@ -44,7 +44,14 @@ def _create_backend(store, rank, size, timeout):
     # The inner gloo group lives under its own prefix of this group's store
     # (itself already prefixed by the group's name), so any number of groups,
     # and a plain gloo backend for cpu tensors beside us, never share keys.
-    inner = dist.ProcessGroupGloo(dist.PrefixStore(_STORE_PREFIX, store), rank, size, timeout)
+    # A group made again under the same name (destroy_process_group, then a
+    # second init_process_group, with torchrun's agent store outliving both)
+    # must not read the first one's rendezvous keys: every member adds 1 to a
+    # counter once per creation, so all members compute the same generation,
+    # and each generation has keys of its own.
+    generation = (store.add(_STORE_PREFIX + "generation", 1) - 1) // size
+    inner = dist.ProcessGroupGloo(dist.PrefixStore(f"{_STORE_PREFIX}{generation}/", store),
+                                  rank, size, timeout)
     backend = _C._TpuHostBackend(inner, rank, size)
     return backend
 

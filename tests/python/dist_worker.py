@@ -433,6 +433,59 @@ def ddp(rank, world, checks, steps=4):
             assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), f"step {i}: tp {a} vs single {b}"
     checks.run("tensor_parallel", tensor_parallel)
 
+    def distributed_checkpoint():
+        # FSDP2 model and Adam state saved with torch.distributed.checkpoint,
+        # loaded back into a fresh sharded model and optimizer; the test then
+        # loads the same checkpoint into one process (a different number of ranks)
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        mesh = init_device_mesh("tpu", (world,))
+
+        def sharded(seed):
+            torch.manual_seed(seed)
+            m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to("tpu")
+            for layer in m:
+                if isinstance(layer, torch.nn.Linear):
+                    fully_shard(layer, mesh=mesh)
+            return fully_shard(m, mesh=mesh)
+
+        x, y = data[0][0][rank * 6:(rank + 1) * 6].to("tpu"), data[0][1][rank * 6:(rank + 1) * 6].to("tpu")
+
+        def step(m, opt):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(m(x), y)
+            loss.backward()
+            opt.step()
+            mean = loss.detach().clone()
+            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+            return mean.item()
+
+        model = sharded(0)
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        step(model, opt)
+        msd, osd = get_state_dict(model, opt)
+        ckpt = os.path.join(os.path.dirname(os.path.abspath(sys.argv[2] + "/x")), "ckpt")
+        dcp.save({"model": msd, "optim": osd}, checkpoint_id=ckpt)
+        full = {k: v.full_tensor().cpu() for k, v in model.state_dict().items()}
+        if rank == 0:
+            torch.save(full, os.path.join(sys.argv[2], "ckpt_full.pt"))
+        model2 = sharded(1)  # other weights, and Adam state of another step
+        opt2 = torch.optim.Adam(model2.parameters(), lr=0.01)
+        step(model2, opt2)
+        msd2, osd2 = get_state_dict(model2, opt2)
+        state = {"model": msd2, "optim": osd2}
+        dcp.load(state, checkpoint_id=ckpt)
+        set_state_dict(model2, opt2, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        for k, v in model2.state_dict().items():
+            assert torch.equal(v.full_tensor().cpu(), full[k]), k
+        # resuming: the next step of the loaded model and optimizer equals the original's
+        a, b = step(model, opt), step(model2, opt2)
+        checks.results["dcp_resume_losses"] = [a, b]
+        assert a == b, (a, b)
+    checks.run("distributed_checkpoint", distributed_checkpoint)
+
     def reinit_after_destroy():
         backend = os.environ.get("TT_DIST_BACKEND", "tpu")
         dist.destroy_process_group()

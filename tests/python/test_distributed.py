@@ -165,3 +165,18 @@ def test_ddp_and_fsdp2_under_torchrun(tmp_path):
         assert res["tensor_parallel"] == "ok"
         assert len(res["fsdp2_bf16_losses"]) == len(res["tp_losses"]) == 4
         assert res["reinit_after_destroy"] == "ok"
+        # FSDP2 model + Adam state through torch.distributed.checkpoint, loaded
+        # into fresh sharded ones: same parameters, the same next-step loss
+        assert res["distributed_checkpoint"] == "ok"
+        assert res["dcp_resume_losses"][0] == res["dcp_resume_losses"][1]
+    # the 2-rank FSDP2 checkpoint loads into this one process (no process
+    # group), into a plain tpu model: the same full parameters
+    import torch.distributed.checkpoint as dcp
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to("tpu")
+    state = {"model": model.state_dict()}
+    dcp.load(state, checkpoint_id=str(tmp_path / "ckpt"))
+    model.load_state_dict(state["model"])
+    full = torch.load(tmp_path / "ckpt_full.pt")
+    for k, v in model.state_dict().items():
+        assert torch.equal(v.cpu(), full[k]), k
