@@ -38,6 +38,13 @@ _printing.install()  # tensor contents are formatted from one host copy
 
 from . import debug  # noqa: E402,F401
 from . import compile  # noqa: E402,F401  (registers the torch.compile backend "tpu")
+from . import distributed  # noqa: E402  (registers the torch.distributed backend "tpu")
+
+distributed._register()
+_device_module.distributed_transport = distributed.distributed_transport
+from . import distributed_streams  # noqa: E402
+
+distributed_streams.install(_device_module)  # torch.tpu.Stream/Event/stream, as FSDP2 calls them
 
 
 def _let_autograd_threads_settle():

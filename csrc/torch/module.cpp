@@ -21,6 +21,7 @@ void reset_fallback_report();
 void register_replay(py::module_& m);
 void register_settings(py::module_& m);
 void register_disk_cache(py::module_& m);
+void register_c10d(py::module_& m);
 }  // namespace torch_tpu
 
 namespace {
@@ -105,6 +106,7 @@ PYBIND11_MODULE(_C, m) {
   install_explain_hook();
   m.def("_set_search_dirs", &set_search_dirs);
   m.def("_init", []() { ensure_initialized(); });
+  m.def("_register_c10d", [](py::module_ self) { register_c10d(self); });
   m.def("_is_initialized", []() { return tt_core_initialized(); });
   m.def("_device_count", []() { return static_cast<int>(device_count_noexcept()); });
   m.def("_current_device", []() { return static_cast<int>(current_device()); });

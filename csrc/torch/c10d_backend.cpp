@@ -1,0 +1,452 @@
+// The c10d Backend of device `tpu` (torch.distributed backend "tpu"), host
+// transport: every collective stages its tpu tensors through host memory and
+// runs on an inner gloo Backend built by torch_tpu/distributed.py from the
+// same Store under its own prefix (no networking of our own). Results are
+// written back into the caller's tensors with copy_, so in-place collectives
+// on views and non-contiguous tensors write the user's storage.
+//
+// Each call runs to completion before it returns (the staging reads flush a
+// Fused region, the gloo work is waited for, the results are copied back),
+// and returns a Work wrapping an already completed Future whose value is the
+// output tensors (what DDP's comm hooks and functional collectives read).
+// CPU tensors (init_process_group("tpu") also serves device cpu, so that
+// barrier and CPU objects work) go to gloo directly when contiguous.
+#include <torch/extension.h>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <atomic>
+
+namespace torch_tpu {
+namespace {
+
+using c10d::Work;
+using WorkPtr = c10::intrusive_ptr<Work>;
+
+std::atomic<int64_t> g_staged_collectives{0};
+std::atomic<int64_t> g_staged_bytes{0};
+
+// One tensor of a collective as gloo sees it: `host` is `user` itself when
+// that is a contiguous CPU tensor, else a contiguous host copy written back
+// into `user` afterwards.
+struct Staged {
+  at::Tensor user;
+  at::Tensor host;
+  bool direct;
+};
+
+Staged stage_in(const at::Tensor& t) {
+  if (t.is_cpu() && t.is_contiguous()) return {t, t, true};
+  at::Tensor h = t.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  g_staged_bytes += static_cast<int64_t>(h.nbytes());
+  return {t, h, false};
+}
+
+// Staging for an output whose contents are not read: a host buffer only.
+Staged stage_out(const at::Tensor& t) {
+  if (t.is_cpu() && t.is_contiguous()) return {t, t, true};
+  return {t, at::empty(t.sizes(), t.options().device(at::kCPU)), false};
+}
+
+void write_back(const Staged& s) {
+  if (s.direct) return;
+  s.user.copy_(s.host);
+  g_staged_bytes += static_cast<int64_t>(s.host.nbytes());
+}
+
+WorkPtr completed(std::vector<at::Tensor> outputs) {
+  auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  fut->markCompleted(c10::IValue(std::move(outputs)));
+  return Work::create_from_future(fut);
+}
+
+void wait_inner(const WorkPtr& w) {
+  g_staged_collectives++;
+  if (w) w->wait();
+}
+
+std::vector<at::Tensor> hosts(const std::vector<Staged>& v) {
+  std::vector<at::Tensor> out;
+  out.reserve(v.size());
+  for (const auto& s : v) out.push_back(s.host);
+  return out;
+}
+
+// AVG is not a gloo reduction: it runs as SUM and divides by the group size
+// (integers: truncating division, as NCCL's average does).
+bool take_avg(c10d::ReduceOp& op, const at::Tensor& sample) {
+  if (op.op_ == c10d::ReduceOp::AVG) {
+    TORCH_CHECK(sample.scalar_type() != at::kBool,
+                "tpu backend: ReduceOp.AVG is not defined for bool tensors");
+    op = c10d::ReduceOp(c10d::ReduceOp::SUM);
+    return true;
+  }
+  TORCH_CHECK(op.op_ != c10d::ReduceOp::PREMUL_SUM && op.op_ != c10d::ReduceOp::UNUSED,
+              "tpu backend: unsupported reduce op");
+  return false;
+}
+
+void divide(at::Tensor& host, int size) {
+  if (at::isFloatingType(host.scalar_type()) || at::isComplexType(host.scalar_type()))
+    host.div_(size);
+  else
+    host.copy_(host.div(size, "trunc"));
+}
+
+class TpuHostBackend : public c10d::Backend {
+ public:
+  TpuHostBackend(c10::intrusive_ptr<c10d::Backend> inner, int rank, int size)
+      : c10d::Backend(rank, size), inner_(std::move(inner)) {}
+
+  const std::string getBackendName() const override { return "tpu"; }
+
+  // gloo aborts the whole process (an uncaught exception on its thread) when
+  // ranks exchange buffers of different sizes. So each collective whose
+  // tensors must agree across ranks first gathers a fixed-size fingerprint
+  // (op, reduction, dtype, shape) of every rank, and all ranks raise the same
+  // error, naming the op and each rank's tensor, if any differ.
+  void check_same(const char* op, const at::Tensor& t, int64_t reduce = -1) {
+    constexpr int64_t kDims = 6, kLen = 4 + kDims;
+    at::Tensor mine = at::zeros({kLen}, at::kLong);
+    auto* p = mine.data_ptr<int64_t>();
+    p[0] = static_cast<int64_t>(std::hash<std::string>{}(op) & 0xffffffff);
+    p[1] = reduce;
+    p[2] = static_cast<int64_t>(t.scalar_type());
+    p[3] = t.dim();
+    for (int64_t d = 0; d < t.dim() && d < kDims; d++) p[4 + d] = t.size(d);
+    if (t.dim() > kDims) p[4 + kDims - 1] = t.numel();
+    at::Tensor all = at::empty({size_ * kLen}, at::kLong);
+    wait_inner(inner_->_allgather_base(all, mine, c10d::AllgatherOptions()));
+    auto describe = [&](const int64_t* q) {
+      std::string s = std::string(c10::toString(static_cast<at::ScalarType>(q[2]))) + "[";
+      for (int64_t d = 0; d < q[3] && d < kDims; d++) s += (d ? ", " : "") + std::to_string(q[4 + d]);
+      return s + (q[3] > kDims ? ", ...]" : "]");
+    };
+    const int64_t* a = all.data_ptr<int64_t>();
+    bool differ = false;
+    for (int r = 1; r < size_; r++)
+      differ |= !std::equal(a, a + kLen, a + r * kLen);
+    if (!differ) return;
+    std::string msg = std::string("tpu backend: ") + op +
+                      ": the ranks' tensors (or ops) differ; every rank must call the same "
+                      "collective with the same dtype and shape:";
+    for (int r = 0; r < size_; r++) {
+      const int64_t* q = a + r * kLen;
+      msg += " rank " + std::to_string(r) + " has " + describe(q);
+      if (q[0] != a[0] || q[1] != a[1]) msg += " (a different op or reduction)";
+      msg += r + 1 < size_ ? ";" : "";
+    }
+    TORCH_CHECK(false, msg);
+  }
+  c10::intrusive_ptr<c10d::Backend> inner() const { return inner_; }
+
+  void setTimeout(std::chrono::milliseconds timeout) override { inner_->setTimeout(timeout); }
+  void setSequenceNumberForGroup() override { inner_->setSequenceNumberForGroup(); }
+  uint64_t getSequenceNumberForGroup() override { return inner_->getSequenceNumberForGroup(); }
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override {
+    inner_->monitoredBarrier(opts, wait_all_ranks);
+  }
+
+  WorkPtr broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
+    TORCH_CHECK(!tensors.empty(), "tpu backend: broadcast of no tensors");
+    check_same("broadcast", tensors[0]);
+    std::vector<Staged> s;
+    for (auto& t : tensors) s.push_back(stage_in(t));
+    auto h = hosts(s);
+    wait_inner(inner_->broadcast(h, opts));
+    for (auto& x : s) write_back(x);
+    return completed(tensors);
+  }
+
+  WorkPtr allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override {
+    TORCH_CHECK(!tensors.empty(), "tpu backend: allreduce of no tensors");
+    c10d::AllreduceOptions o = opts;
+    check_same("all_reduce", tensors[0], static_cast<int64_t>(opts.reduceOp.op_));
+    bool avg = take_avg(o.reduceOp, tensors[0]);
+    std::vector<Staged> s;
+    for (auto& t : tensors) s.push_back(stage_in(t));
+    auto h = hosts(s);
+    wait_inner(inner_->allreduce(h, o));
+    for (auto& x : s) {
+      if (avg) divide(x.host, size_);
+      write_back(x);
+    }
+    return completed(tensors);
+  }
+
+  WorkPtr allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                              const c10d::AllreduceCoalescedOptions& opts) override {
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      allreduce(one, opts);
+    }
+    return completed(tensors);
+  }
+
+  WorkPtr reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
+    TORCH_CHECK(!tensors.empty(), "tpu backend: reduce of no tensors");
+    check_same("reduce", tensors[0], static_cast<int64_t>(opts.reduceOp.op_));
+    c10d::ReduceOptions o = opts;
+    bool avg = take_avg(o.reduceOp, tensors[0]);
+    std::vector<Staged> s;
+    for (auto& t : tensors) s.push_back(stage_in(t));
+    auto h = hosts(s);
+    wait_inner(inner_->reduce(h, o));
+    if (rank_ == opts.rootRank) {
+      for (auto& x : s) {
+        if (avg) divide(x.host, size_);
+        write_back(x);
+      }
+    }
+    return completed(tensors);
+  }
+
+  WorkPtr allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                    const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "tpu backend: allgather needs one output list per input tensor");
+    TORCH_CHECK(!inputs.empty(), "tpu backend: allgather of no tensors");
+    check_same("all_gather", inputs[0]);
+    std::vector<Staged> in;
+    for (auto& t : inputs) in.push_back(stage_in(t));
+    std::vector<std::vector<Staged>> out(outputs.size());
+    std::vector<std::vector<at::Tensor>> out_h(outputs.size());
+    for (size_t i = 0; i < outputs.size(); i++) {
+      for (auto& t : outputs[i]) out[i].push_back(stage_out(t));
+      out_h[i] = hosts(out[i]);
+    }
+    auto in_h = hosts(in);
+    wait_inner(inner_->allgather(out_h, in_h, opts));
+    std::vector<at::Tensor> result;
+    for (auto& list : out)
+      for (auto& x : list) {
+        write_back(x);
+        result.push_back(x.user);
+      }
+    return completed(result);
+  }
+
+  WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
+                          const c10d::AllgatherOptions& opts) override {
+    check_same("all_gather_into_tensor", input);
+    TORCH_CHECK(output.numel() == input.numel() * size_,
+                "tpu backend: all_gather_into_tensor: output has ", output.numel(),
+                " elements, expected ", input.numel() * size_, " (input times world size)");
+    Staged in = stage_in(input);
+    Staged out = stage_out(output);
+    wait_inner(inner_->_allgather_base(out.host, in.host, opts));
+    write_back(out);
+    return completed({output});
+  }
+
+  WorkPtr allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                              std::vector<at::Tensor>& inputs,
+                              const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "tpu backend: allgather_coalesced needs one output list per input tensor");
+    std::vector<at::Tensor> result;
+    for (size_t i = 0; i < inputs.size(); i++) {
+      std::vector<std::vector<at::Tensor>> o{outputs[i]};
+      std::vector<at::Tensor> in{inputs[i]};
+      allgather(o, in, opts);
+      for (auto& t : outputs[i]) result.push_back(t);
+    }
+    return completed(result);
+  }
+
+  WorkPtr allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "tpu backend: allgather_into_tensor_coalesced needs as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); i++) _allgather_base(outputs[i], inputs[i], opts);
+    return completed(outputs);
+  }
+
+  WorkPtr gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                 const c10d::GatherOptions& opts) override {
+    std::vector<Staged> in;
+    for (auto& t : inputs) in.push_back(stage_in(t));
+    std::vector<std::vector<Staged>> out(outputs.size());
+    std::vector<std::vector<at::Tensor>> out_h(outputs.size());
+    for (size_t i = 0; i < outputs.size(); i++) {
+      for (auto& t : outputs[i]) out[i].push_back(stage_out(t));
+      out_h[i] = hosts(out[i]);
+    }
+    auto in_h = hosts(in);
+    wait_inner(inner_->gather(out_h, in_h, opts));
+    std::vector<at::Tensor> result;
+    for (auto& list : out)
+      for (auto& x : list) {
+        write_back(x);
+        result.push_back(x.user);
+      }
+    return completed(result);
+  }
+
+  WorkPtr scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                  const c10d::ScatterOptions& opts) override {
+    std::vector<Staged> out;
+    for (auto& t : outputs) out.push_back(stage_out(t));
+    std::vector<std::vector<at::Tensor>> in_h(inputs.size());
+    for (size_t i = 0; i < inputs.size(); i++)
+      for (auto& t : inputs[i]) in_h[i].push_back(stage_in(t).host);
+    auto out_h = hosts(out);
+    wait_inner(inner_->scatter(out_h, in_h, opts));
+    for (auto& x : out) write_back(x);
+    return completed(outputs);
+  }
+
+  WorkPtr reduce_scatter(std::vector<at::Tensor>& outputs,
+                         std::vector<std::vector<at::Tensor>>& inputs,
+                         const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(),
+                "tpu backend: reduce_scatter needs one input list per output tensor");
+    c10d::ReduceScatterOptions o = opts;
+    check_same("reduce_scatter", outputs[0], static_cast<int64_t>(opts.reduceOp.op_));
+    bool avg = take_avg(o.reduceOp, outputs[0]);
+    std::vector<Staged> out;
+    for (auto& t : outputs) out.push_back(stage_out(t));
+    std::vector<std::vector<at::Tensor>> in_h(inputs.size());
+    for (size_t i = 0; i < inputs.size(); i++)
+      for (auto& t : inputs[i]) in_h[i].push_back(stage_in(t).host);
+    auto out_h = hosts(out);
+    wait_inner(inner_->reduce_scatter(out_h, in_h, o));
+    for (auto& x : out) {
+      if (avg) divide(x.host, size_);
+      write_back(x);
+    }
+    return completed(outputs);
+  }
+
+  WorkPtr _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                               const c10d::ReduceScatterOptions& opts) override {
+    c10d::ReduceScatterOptions o = opts;
+    check_same("reduce_scatter_tensor", input, static_cast<int64_t>(opts.reduceOp.op_));
+    TORCH_CHECK(input.numel() == output.numel() * size_,
+                "tpu backend: reduce_scatter_tensor: input has ", input.numel(),
+                " elements, expected ", output.numel() * size_, " (output times world size)");
+    bool avg = take_avg(o.reduceOp, output);
+    Staged in = stage_in(input);
+    Staged out = stage_out(output);
+    wait_inner(inner_->_reduce_scatter_base(out.host, in.host, o));
+    if (avg) divide(out.host, size_);
+    write_back(out);
+    return completed({output});
+  }
+
+  WorkPtr reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "tpu backend: reduce_scatter_tensor_coalesced needs as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); i++) _reduce_scatter_base(outputs[i], inputs[i], opts);
+    return completed(outputs);
+  }
+
+  WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                        std::vector<int64_t>& input_splits,
+                        const c10d::AllToAllOptions& opts) override {
+    Staged in = stage_in(input);
+    Staged out = stage_out(output);
+    wait_inner(inner_->alltoall_base(out.host, in.host, output_splits, input_splits, opts));
+    write_back(out);
+    return completed({output});
+  }
+
+  // gloo's list all_to_all needs equal sizes; ours takes any sizes (as NCCL's
+  // does) by packing the lists into flat buffers for one uneven alltoall_base.
+  WorkPtr alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                   const c10d::AllToAllOptions& opts) override {
+    TORCH_CHECK(outputs.size() == static_cast<size_t>(size_) &&
+                    inputs.size() == static_cast<size_t>(size_),
+                "tpu backend: all_to_all needs one input and one output tensor per rank (",
+                size_, "), got ", inputs.size(), " and ", outputs.size());
+    std::vector<at::Tensor> flat_in;
+    std::vector<int64_t> in_splits, out_splits;
+    for (auto& t : inputs) {
+      TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type() &&
+                      t.scalar_type() == outputs[0].scalar_type(),
+                  "tpu backend: all_to_all tensors must share one dtype");
+      flat_in.push_back(stage_in(t).host.reshape({-1}));
+      in_splits.push_back(t.numel());
+    }
+    int64_t total_out = 0;
+    for (auto& t : outputs) {
+      out_splits.push_back(t.numel());
+      total_out += t.numel();
+    }
+    at::Tensor in_h = at::cat(flat_in);
+    at::Tensor out_h = at::empty({total_out}, in_h.options());
+    // gloo moves the split vectors it is given: hand it copies
+    std::vector<int64_t> out_counts = out_splits, in_counts = in_splits;
+    wait_inner(inner_->alltoall_base(out_h, in_h, out_counts, in_counts, opts));
+    int64_t offset = 0;
+    for (size_t i = 0; i < outputs.size(); i++) {
+      outputs[i].copy_(out_h.narrow(0, offset, out_splits[i]).view(outputs[i].sizes()));
+      offset += out_splits[i];
+    }
+    return completed(outputs);
+  }
+
+  WorkPtr send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
+    std::vector<Staged> s;
+    for (auto& t : tensors) s.push_back(stage_in(t));
+    auto h = hosts(s);
+    wait_inner(inner_->send(h, dst, tag));
+    return completed(tensors);
+  }
+
+  WorkPtr recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
+    std::vector<Staged> s;
+    for (auto& t : tensors) s.push_back(stage_out(t));
+    auto h = hosts(s);
+    wait_inner(inner_->recv(h, src, tag));
+    for (auto& x : s) write_back(x);
+    return completed(tensors);
+  }
+
+  WorkPtr recvAnysource(std::vector<at::Tensor>& tensors, int tag) override {
+    std::vector<Staged> s;
+    for (auto& t : tensors) s.push_back(stage_out(t));
+    auto h = hosts(s);
+    WorkPtr w = inner_->recvAnysource(h, tag);
+    wait_inner(w);
+    for (auto& x : s) write_back(x);
+    return completed(tensors);
+  }
+
+  WorkPtr barrier(const c10d::BarrierOptions& opts) override {
+    c10d::BarrierOptions o = opts;
+    o.device = std::nullopt;  // gloo's barrier runs on the host whatever the device
+    wait_inner(inner_->barrier(o));
+    return completed({});
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Backend> inner_;
+};
+
+}  // namespace
+
+void register_c10d(py::module_& m) {
+  // Called from torch_tpu/distributed.py after torch.distributed is imported
+  // (torch._C registers its c10d classes then, and ours derives from them).
+  py::module_::import("torch.distributed");
+  py::class_<TpuHostBackend, c10d::Backend, c10::intrusive_ptr<TpuHostBackend>>(m, "_TpuHostBackend")
+      .def(py::init([](const c10::intrusive_ptr<c10d::Backend>& inner, int rank, int size) {
+             TORCH_CHECK(inner, "tpu backend: no inner host backend");
+             return c10::make_intrusive<TpuHostBackend>(inner, rank, size);
+           }),
+           py::arg("inner"), py::arg("rank"), py::arg("size"))
+      .def_property_readonly("inner", &TpuHostBackend::inner);
+  m.def("_c10d_stats", []() {
+    py::dict d;
+    d["staged_collectives"] = g_staged_collectives.load();
+    d["staged_bytes"] = g_staged_bytes.load();
+    return d;
+  });
+}
+
+}  // namespace torch_tpu

@@ -1,0 +1,113 @@
+"""torch.distributed backend "tpu" (docs/distributed.md).
+
+Registered at `import torch_tpu`:
+
+    dist.init_process_group("tpu")              # tpu and cpu tensors
+    dist.init_process_group("cpu:gloo,tpu:tpu")  # cpu tensors keep plain gloo
+    dist.init_process_group()                    # the same: tpu maps to "tpu"
+
+The backend object is a C++ `c10d::Backend` (`csrc/torch/c10d_backend.cpp`).
+Its one transport today is the host transport: tpu tensors are copied to host
+memory, reduced or exchanged by an inner gloo Backend made here from the
+group's own Store under the prefix "tpu_host/", and copied back into the
+caller's tensors. `distributed_transport()` (also `torch.tpu.distributed_transport`)
+says which transport a group uses and why.
+"""
+import torch
+import torch.distributed as dist
+
+from . import _C
+
+BACKEND_NAME = "tpu"
+_STORE_PREFIX = "tpu_host/"
+_registered = False
+
+
+def _pick_device():
+    # Each process owns one tpu device. Where this process's client has
+    # several (TORCH_TPU_NUM_DEVICES, or a multi-chip host), LOCAL_RANK picks
+    # it, as launchers set it; on the CPU plugin each process has its own
+    # client whose tpu:0 is its device. Initializing the plugin here also
+    # keeps DeviceMesh from calling set_device(LOCAL_RANK) on a client that
+    # has fewer devices than local ranks.
+    import os
+    if torch.tpu.is_initialized():
+        return
+    torch.tpu.init()
+    local = os.environ.get("LOCAL_RANK")
+    if local is not None and local.isdigit() and int(local) < torch.tpu.device_count():
+        torch.tpu.set_device(int(local))
+
+
+def _create_backend(store, rank, size, timeout):
+    _pick_device()
+    # The inner gloo group lives under its own prefix of this group's store
+    # (itself already prefixed by the group's name), so any number of groups,
+    # and a plain gloo backend for cpu tensors beside us, never share keys.
+    # A group made again under the same name (destroy_process_group, then a
+    # second init_process_group, with torchrun's agent store outliving both)
+    # must not read the first one's rendezvous keys: every member adds 1 to a
+    # counter once per creation, so all members compute the same generation,
+    # and each generation has keys of its own.
+    generation = (store.add(_STORE_PREFIX + "generation", 1) - 1) // size
+    inner = dist.ProcessGroupGloo(dist.PrefixStore(f"{_STORE_PREFIX}{generation}/", store),
+                                  rank, size, timeout)
+    backend = _C._TpuHostBackend(inner, rank, size)
+    return backend
+
+
+def _register():
+    global _registered
+    if _registered or not dist.is_available():
+        return
+    _C._register_c10d(_C)
+    # devices: "tpu" gets this backend by default (init_process_group() with no
+    # backend is "cpu:gloo,tpu:tpu"); "cpu" lets init_process_group("tpu")
+    # serve cpu tensors as well, which barrier() and the object collectives use.
+    dist.Backend.register_backend(BACKEND_NAME, _create_backend, devices=["cpu", "tpu"])
+    _registered = True
+
+
+def _tpu_backend(group=None):
+    group = group if group is not None else dist.group.WORLD
+    if group is None:
+        raise RuntimeError("distributed_transport: no process group is initialized "
+                           "(call torch.distributed.init_process_group first)")
+    try:
+        return group._get_backend(torch.device("tpu"))
+    except RuntimeError:
+        return None
+
+
+def distributed_transport(group=None) -> dict:
+    """Which transport the `tpu` collectives of `group` (default: the world group) use, and why.
+
+    Returns a dict: ``transport`` ("host" or "none"), ``backend`` (the backend
+    name serving device tpu), ``inner`` (the engine that moves the bytes),
+    ``reason`` (a sentence), ``world_size`` and ``rank``.
+    """
+    backend = _tpu_backend(group)
+    g = group if group is not None else dist.group.WORLD
+    info = {"world_size": dist.get_world_size(g), "rank": dist.get_rank(g)}
+    if backend is None:
+        info.update(transport="none", backend=None, inner=None,
+                    reason="this group has no backend for device tpu; pass backend='tpu' "
+                           "or 'cpu:gloo,tpu:tpu' to init_process_group / new_group")
+        return info
+    if not isinstance(backend, _C._TpuHostBackend):
+        info.update(transport="other", backend=type(backend).__name__, inner=None,
+                    reason="device tpu is served by a backend that is not torch_tpu's")
+        return info
+    plugin = torch.tpu.get_device_name() if torch.tpu.is_available() else "unknown"
+    info.update(
+        transport="host", backend=BACKEND_NAME, inner=backend.inner.name(),
+        reason=(f"each process owns its own PJRT client ({plugin}), which cannot address "
+                "another process's devices, so tensors are staged through host memory and "
+                "exchanged by gloo; compiled collectives need one client addressing every "
+                "participating device, which this build does not use yet"))
+    return info
+
+
+def stats() -> dict:
+    """Counters of the host transport: collectives run through it, bytes staged to and from tpu."""
+    return dict(_C._c10d_stats())
