@@ -682,3 +682,27 @@ tt_error *tt_executable_deserialize(tt_runtime *rt, const void *bytes, size_t si
                        "loading the serialized executable failed"));
   return executable_wrap(rt, a.loaded_executable, out);
 }
+
+/* ------------------------------------------------------ device memory */
+
+tt_error *tt_runtime_device_memory(tt_runtime *rt, int device, tt_device_memory *out) {
+  if (!rt || device < 0 || device >= rt->num_devices)
+    return tt_error_new(TT_ERR_INDEX, "device %d out of range", device);
+  const PJRT_Api *api = rt->api;
+  if (!TT_PJRT_HAS(api, PJRT_Device_MemoryStats))
+    return tt_error_new(TT_ERR_NOT_IMPLEMENTED,
+                        "the PJRT plugin (API %d.%d) has no PJRT_Device_MemoryStats",
+                        rt->api_major, rt->api_minor);
+  PJRT_Device_MemoryStats_Args a = {.struct_size = PJRT_Device_MemoryStats_Args_SIZE,
+                                    .device = rt->devices[device]};
+  tt_error *err = tt_pjrt_error(api, api->PJRT_Device_MemoryStats(&a), TT_ERR_NOT_IMPLEMENTED,
+                                "the PJRT plugin does not report device memory "
+                                "(PJRT_Device_MemoryStats)");
+  if (err) return err;
+  out->bytes_in_use = a.bytes_in_use;
+  out->peak_bytes_in_use = a.peak_bytes_in_use_is_set ? a.peak_bytes_in_use : -1;
+  out->bytes_limit = a.bytes_limit_is_set ? a.bytes_limit : -1;
+  out->num_allocs = a.num_allocs_is_set ? a.num_allocs : -1;
+  out->bytes_reserved = a.bytes_reserved_is_set ? a.bytes_reserved : -1;
+  return NULL;
+}
