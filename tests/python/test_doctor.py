@@ -103,16 +103,17 @@ def test_corrupt_cache_entry_is_reported(tmp_path):
 
 
 def test_bad_value_and_misspelled_variable(tmp_path):
-    rc, rep = run_doctor(tmp_path, TORCH_TPU_CACHE="maybe", TORCH_TPU_CACHE_DIRR="/tmp/x")
+    # (a typo test_settings.py allows in the sources)
+    rc, rep = run_doctor(tmp_path, TORCH_TPU_CACHE="maybe", TORCH_TPU_LOG_COMPILE="1")
     assert rc == 1
     c = find(rep, "environment", "TORCH_TPU_CACHE")
     assert c["status"] == "error" and "expected a boolean" in c["detail"]
     assert "TORCH_TPU_CACHE" in c["fix"] and "unset it for the default (1)" in c["fix"]
     # The device probe is skipped (import torch_tpu would raise), and says so.
     assert "does not parse" in find(rep, "devices")["detail"]
-    c = find(rep, "environment", "TORCH_TPU_CACHE_DIRR")
-    assert c["status"] == "error" and "did you mean TORCH_TPU_CACHE_DIR?" in c["detail"]
-    assert "export TORCH_TPU_CACHE_DIR=" in c["fix"]
+    c = find(rep, "environment", "TORCH_TPU_LOG_COMPILE")
+    assert c["status"] == "error" and "did you mean TORCH_TPU_LOG_COMPILES?" in c["detail"]
+    assert "export TORCH_TPU_LOG_COMPILES='1'" in c["fix"]
 
 
 def test_text_report_and_help(tmp_path):
