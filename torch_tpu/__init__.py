@@ -61,6 +61,7 @@ from . import _printing  # noqa: E402
 _printing.install()  # tensor contents are formatted from one host copy
 
 from . import debug  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401  (torch_tpu.profiler.profile: Chrome traces)
 from . import compile  # noqa: E402,F401  (registers the torch.compile backend "tpu")
 
 

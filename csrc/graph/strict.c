@@ -12,6 +12,7 @@
 #include "graph/core.h"
 #include "graph/explain.h"
 #include "graph/modes.h"
+#include "core/trace.h"
 #include "graph/dump.h"
 #include "graph/persistent.h"
 #include "graph/step_stats.h"
@@ -59,7 +60,9 @@ static tt_error *acquire_exe(tt_program *p, const char *op_name, const tt_arg *a
     double t0 = now_seconds();
     tt_compile_options opts = {tt_optimization_level(), true};
     if (tt_dump_enabled()) dump_compile(op_name, args, nargs, p->text, &opts);
+    double trace_t0 = tt_trace_now_us();
     err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &exe);
+    if (tt_trace_on()) tt_trace_end("compile", op_name, trace_t0, "strict op, cache tier: compiled");
     if (err) {
       if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", p->text);
       err = tt_error_wrap(tt_pool_explain_compile_error(err), "compiling %s: ", op_name);

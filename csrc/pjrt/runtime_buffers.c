@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/trace.h"
 #include "pjrt/runtime_internal.h"
 
 static tt_error *oom(void) { return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory"); }
@@ -97,7 +98,7 @@ static tt_error *wrap_queried(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_bu
   return tt_buffer_wrap(rt, pb, device, dt, (int)d.num_dims, d.dims, out);
 }
 
-tt_error *tt_buffer_from_host(tt_runtime *rt, int device, tt_dtype dtype, const int64_t *dims,
+static tt_error *tt_buffer_from_host_untraced(tt_runtime *rt, int device, tt_dtype dtype, const int64_t *dims,
                               int ndim, const void *data, tt_buffer **out) {
   if (!rt || !out) return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_buffer_from_host: NULL argument");
   *out = NULL;
@@ -180,7 +181,7 @@ static bool cpu_direct_read(tt_buffer *buf, void *dst, size_t nbytes, tt_error *
   return done;
 }
 
-tt_error *tt_buffer_to_host(tt_buffer *buf, void *dst, size_t dst_size) {
+static tt_error *tt_buffer_to_host_untraced(tt_buffer *buf, void *dst, size_t dst_size) {
   if (!buf) return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_buffer_to_host: NULL buffer");
   size_t nbytes = tt_buffer_nbytes(buf);
   if (dst_size < nbytes || (!dst && nbytes))
@@ -534,7 +535,7 @@ static void launch_done(PJRT_Error *error, void *arg) {
   atomic_fetch_sub_explicit(&e->inflight, 1, memory_order_release);
 }
 
-tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
+static tt_error *tt_execute_untraced(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
                      tt_buffer **outs, int num_outs) {
   if (!exe || (num_args > 0 && !args) || (num_outs > 0 && !outs) || num_args < 0)
     return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_execute: bad arguments");
@@ -705,4 +706,38 @@ tt_error *tt_runtime_device_memory(tt_runtime *rt, int device, tt_device_memory 
   out->num_allocs = a.num_allocs_is_set ? a.num_allocs : -1;
   out->bytes_reserved = a.bytes_reserved_is_set ? a.bytes_reserved : -1;
   return NULL;
+}
+
+/* ------------------------------------------------- profiler's events */
+
+tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
+                     tt_buffer **outs, int num_outs) {
+  if (!tt_trace_on()) return tt_execute_untraced(exe, device, args, num_args, outs, num_outs);
+  double t0 = tt_trace_now_us();
+  tt_error *err = tt_execute_untraced(exe, device, args, num_args, outs, num_outs);
+  char detail[64];
+  snprintf(detail, sizeof detail, "device %d, %d inputs, %d outputs", device, num_args, num_outs);
+  tt_trace_end("launch", err ? "launch (failed)" : "launch", t0, detail);
+  return err;
+}
+
+tt_error *tt_buffer_to_host(tt_buffer *buf, void *dst, size_t dst_size) {
+  if (!tt_trace_on()) return tt_buffer_to_host_untraced(buf, dst, dst_size);
+  double t0 = tt_trace_now_us();
+  tt_error *err = tt_buffer_to_host_untraced(buf, dst, dst_size);
+  char detail[64];
+  snprintf(detail, sizeof detail, "%zu bytes", buf ? tt_buffer_nbytes(buf) : (size_t)0);
+  tt_trace_end("transfer", "device to host", t0, detail);
+  return err;
+}
+
+tt_error *tt_buffer_from_host(tt_runtime *rt, int device, tt_dtype dtype, const int64_t *dims,
+                              int ndim, const void *data, tt_buffer **out) {
+  if (!tt_trace_on()) return tt_buffer_from_host_untraced(rt, device, dtype, dims, ndim, data, out);
+  double t0 = tt_trace_now_us();
+  tt_error *err = tt_buffer_from_host_untraced(rt, device, dtype, dims, ndim, data, out);
+  char detail[64];
+  snprintf(detail, sizeof detail, "%zu bytes", !err && *out ? tt_buffer_nbytes(*out) : (size_t)0);
+  tt_trace_end("transfer", "host to device", t0, detail);
+  return err;
 }

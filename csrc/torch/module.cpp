@@ -6,6 +6,7 @@
 extern "C" {
 #include "cache/compile_cache.h"
 #include "core/settings.h"
+#include "core/trace.h"
 #include "graph/core.h"
 #include "graph/execute.h"
 #include "graph/dump.h"
@@ -170,6 +171,19 @@ PYBIND11_MODULE(_C, m) {
     r["buffer_bytes"] = live;
     r["peak_buffer_bytes"] = peak;
     return r;
+  });
+  m.def("_trace_set", [](bool on) { tt_trace_set(on); });
+  m.def("_trace_now_us", []() { return tt_trace_now_us(); });
+  m.def("_trace_take", []() {
+    tt_trace_event* ev = nullptr;
+    size_t dropped = 0;
+    size_t n = tt_trace_take(&ev, &dropped);
+    py::list out;
+    for (size_t i = 0; i < n; i++)
+      out.append(py::make_tuple(std::string(ev[i].track), std::string(ev[i].name), ev[i].ts_us,
+                                ev[i].dur_us, ev[i].tid, std::string(ev[i].detail)));
+    free(ev);
+    return py::make_tuple(out, dropped);
   });
   m.def("_dump_enabled", []() { return tt_dump_enabled(); });
   m.def("_dump_note", [](const std::string& kind, const std::string& name, const std::string& ext,
