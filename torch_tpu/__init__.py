@@ -4,6 +4,7 @@
     model.to("tpu")          # real tensors on the `tpu` device
 """
 import atexit
+import os
 import sys
 import warnings
 
@@ -12,11 +13,34 @@ import torch
 from . import _C
 
 
+_doctor_environ = None  # the environment as given, when the doctor runs with bad values
+
+
 def _check_environment():
     # Every TORCH_TPU_* value must parse (ValueError naming the variable and
     # what it accepts), and an unknown TORCH_TPU_* variable, most likely a
     # typo, gets one warning naming the nearest known one.
-    _C._check_settings()
+    try:
+        _C._check_settings()
+    except ValueError:
+        # `python -m torch_tpu doctor` imports this package first (sys.argv[0]
+        # is "-m" while runpy locates the module): it must still run, to
+        # diagnose the bad value.
+        if not (sys.argv[:1] == ["-m"] and sys.argv[1:2] == ["doctor"]):
+            raise
+        # The doctor reports every bad value from the saved environment; the
+        # package itself imports with those variables at their defaults.
+        global _doctor_environ
+        _doctor_environ = dict(os.environ)
+        for s in _C._settings():
+            value = os.environ.get(s["name"])
+            if value is not None:
+                try:
+                    _C._parse_setting(s["name"], value)
+                except ValueError:
+                    del os.environ[s["name"]]
+        _C._reset_settings()
+        return
     for name, nearest in _C._unknown_settings():
         warnings.warn(f"{name} is not a torch_tpu setting and is ignored; did you mean {nearest}?",
                       RuntimeWarning, stacklevel=2)
@@ -37,6 +61,7 @@ from . import _printing  # noqa: E402
 _printing.install()  # tensor contents are formatted from one host copy
 
 from . import debug  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401  (torch_tpu.profiler.profile: Chrome traces)
 from . import compile  # noqa: E402,F401  (registers the torch.compile backend "tpu")
 from . import distributed  # noqa: E402  (registers the torch.distributed backend "tpu")
 

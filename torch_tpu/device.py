@@ -130,6 +130,16 @@ def device_memory_stats() -> dict:
     return {"buffer_bytes": live, "peak_buffer_bytes": peak}
 
 
+# torch.cuda's memory API. The counters live in the C core (csrc/graph/
+# storage.c: storages; csrc/pjrt/runtime_buffers.c: device buffers);
+# torch_tpu/memory.py formats them.
+from .memory import (memory_stats, memory_summary, mem_get_info, empty_cache,  # noqa: E402
+                     reset_accumulated_memory_stats, memory_reserved, max_memory_reserved)
+
+__all__ += ["memory_stats", "memory_summary", "mem_get_info", "empty_cache",
+            "reset_accumulated_memory_stats", "memory_reserved", "max_memory_reserved"]
+
+
 # Autocast: torch.autocast("tpu") asks the device module which low-precision
 # dtypes it supports; the cast policy itself is csrc/torch/autocast.cpp.
 def get_amp_supported_dtype() -> list:

@@ -76,7 +76,7 @@ static const tt_setting_info table[TT_SETTINGS] = {
     [TT_SETTING_DEBUG_CHECK] = {"TORCH_TPU_DEBUG_CHECK", ENUM("off", debug_checks), TT_STABLE,
         "`cpu`: in debug mode, run every op on CPU too and raise at the first divergence"},
     [TT_SETTING_DUMP_DIR] = {"TORCH_TPU_DUMP_DIR", PATH(""), TT_EXPERIMENTAL,
-        "write every compiled StableHLO program into this directory"},
+        "per compile, write the StableHLO module, its compile options and its cache key explained (and torch.compile's FX graphs before and after AOTAutograd) into this directory, indexed in order with the user's source line by `manifest.json` (docs/tools.md)"},
     [TT_SETTING_DEBUG_PROGRAMS] = {"TORCH_TPU_DEBUG_PROGRAMS", BOOL("0"), TT_EXPERIMENTAL,
         "print a program the plugin rejects to stderr"},
 };

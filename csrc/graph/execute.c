@@ -129,18 +129,11 @@ static void add_values_to_key(tt_key_buf *k, const int *value_args, int n_value_
 
 /* ------------------------------------------------------------ build */
 
-static void dump_program(const char *op_name, const char *text) {
-  static _Atomic int counter;
-  if (text) tt_dump_program_text("", atomic_fetch_add(&counter, 1), op_name, text);
-}
-
 /* Builds the op's program text and plan (not compiled: Fused eager only
  * needs the plan; Strict compiles on first launch). */
 static tt_error *build_program(const char *op_name, tt_lower_fn fn, tt_arg *args, int nargs,
                                bool returns_written, tt_program **out) {
-  TT_TRY(tt_program_build(op_name, fn, args, nargs, returns_written, out));
-  if (!(*out)->declined && !(*out)->n_resize) dump_program(op_name, (*out)->text);
-  return NULL;
+  return tt_program_build(op_name, fn, args, nargs, returns_written, out);
 }
 
 tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_written,

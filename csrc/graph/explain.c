@@ -16,17 +16,6 @@ static _Atomic int enabled = -1; /* -1: not yet read from the environment */
 static void (*_Atomic hook)(const char *message);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-void tt_dump_program_text(const char *prefix, int seq, const char *name, const char *text) {
-  char dir[2048]; /* leaves room for the file name in path */
-  if (!text || !tt_setting_path_or_default(TT_SETTING_DUMP_DIR, dir, sizeof dir)) return;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s%05d_%s.mlir", dir, prefix, seq, name);
-  FILE *f = fopen(path, "w");
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
-
 bool tt_explain_enabled(void) {
   int v = atomic_load(&enabled);
   if (v < 0) {

@@ -15,11 +15,6 @@
 /* "f32[16,64]; f32[64]; Scalar(float); int 1; ints [0,2]" into buf. */
 void tt_describe_args(const tt_arg *args, int nargs, char *buf, size_t size);
 
-/* With TORCH_TPU_DUMP_DIR set, writes text to DIR/<prefix><seq>_<name>.mlir
- * (seq in five digits); otherwise (or on an I/O error, which only loses the
- * dump) does nothing. text may be NULL. */
-void tt_dump_program_text(const char *prefix, int seq, const char *name, const char *text);
-
 bool tt_explain_enabled(void);
 void tt_set_explain(bool on);
 void tt_set_explain_hook(void (*hook)(const char *message));

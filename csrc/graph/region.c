@@ -14,6 +14,8 @@
 #include "core/settings.h"
 #include "graph/arena.h"
 #include "graph/core.h"
+#include "core/trace.h"
+#include "graph/dump.h"
 #include "graph/explain.h"
 #include "graph/key_buf.h"
 #include "graph/lower_ctx.h"
@@ -409,11 +411,26 @@ static void region_program_free(void *ptr) {
   free(rp);
 }
 
+/* TORCH_TPU_DUMP_DIR: the region's module, options, and its ops (the key). */
+static tt_flush_reason dump_reason; /* of the flush under way; guarded by R.lock */
 static void dump_region(const char *text, int n_ops) {
-  static _Atomic int counter;
-  char name[32];
-  snprintf(name, sizeof name, "%dops", n_ops);
-  tt_dump_program_text("region_", atomic_fetch_add(&counter, 1), name, text);
+  if (!tt_dump_enabled()) return;
+  size_t cap = 256 + (size_t)n_ops * 600, len = 0;
+  char *key = malloc(cap), name[32];
+  if (!key) return;
+  len += (size_t)snprintf(key, cap, "fused region of %d ops, keyed by each op's key in order:\n", n_ops);
+  for (int i = 0; i < n_ops && len + 600 < cap; i++) {
+    char sig[512];
+    tt_describe_args(R.ops[i].args, R.ops[i].nargs, sig, sizeof sig);
+    len += (size_t)snprintf(key + len, cap - len, "%d: %s (%s) key %016llx\n", i, R.ops[i].op_name,
+                            sig, (unsigned long long)R.hashes[i]);
+  }
+  const char *why = tt_flush_reason_name(dump_reason); /* "capture": a torch.compile graph */
+  char options[160];
+  snprintf(name, sizeof name, "%dops_%s", n_ops, why);
+  snprintf(options, sizeof options, "optimization_level: 2\nportable: true\nmode: fused\nflush reason: %s\n", why);
+  tt_dump_compile("region", name, text, options, key);
+  free(key);
 }
 
 static void explain_region(void) {
@@ -433,12 +450,22 @@ static void explain_region(void) {
   free(names);
 }
 
+static void trace_region(const char *track, double t0) {
+  char name[48], detail[160];
+  snprintf(name, sizeof name, "fused region, %d ops", R.n_ops);
+  snprintf(detail, sizeof detail, "first %s, last %s; cache tier: compiled", R.ops[0].op_name,
+           R.ops[R.n_ops - 1].op_name);
+  tt_trace_end(track, name, t0, detail);
+}
+
 /* Compiles a region's text (guarded against the map-count limit). */
 static tt_error *compile_region_text(const char *text, tt_executable **exe) {
   *exe = NULL;
   TT_TRY(tt_pool_before_compile());
   tt_compile_options opts = {2, true}; /* fused regions compile at full effort */
+  double trace_t0 = tt_trace_now_us();
   tt_error *err = tt_compile(tt_core_runtime(), text, strlen(text), &opts, exe);
+  if (tt_trace_on()) trace_region("compile", trace_t0);
   if (err) {
     if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", text);
     err = tt_error_wrap(tt_pool_explain_compile_error(err),
@@ -729,9 +756,24 @@ static tt_error *reload_region(region_program *rp, const bool *is_output, const 
   return NULL;
 }
 
+static tt_error *flush_locked_untraced(tt_flush_reason reason);
+
+/* The profiler's flush event: the region, its ops and the flush reason. */
 static tt_error *flush_locked(tt_flush_reason reason) {
+  if (!tt_trace_on() || R.n_ops == 0) return flush_locked_untraced(reason);
+  double t0 = tt_trace_now_us();
+  char detail[160];
+  snprintf(detail, sizeof detail, "reason %s, %d ops (%s ... %s)", tt_flush_reason_name(reason),
+           R.n_ops, R.ops[0].op_name, R.ops[R.n_ops - 1].op_name);
+  tt_error *err = flush_locked_untraced(reason);
+  tt_trace_end("region flush", tt_flush_reason_name(reason), t0, detail);
+  return err;
+}
+
+static tt_error *flush_locked_untraced(tt_flush_reason reason) {
   if (R.n_ops == 0) return NULL;
   R.stats.flushes[reason]++;
+  dump_reason = reason;
   bool *is_output = calloc((size_t)(R.n_slots ? R.n_slots : 1), sizeof *is_output);
   bool *donate = calloc((size_t)(R.n_slots ? R.n_slots : 1), sizeof *donate);
   if (!is_output || !donate) {

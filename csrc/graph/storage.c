@@ -19,26 +19,64 @@ tt_error *tt_storage_sync(tt_storage *s, bool for_write) {
 
 #define TT_MAX_DEVICES 64
 
-static _Atomic int64_t allocated[TT_MAX_DEVICES];
-static _Atomic int64_t peak[TT_MAX_DEVICES];
+/* Per device: live storage bytes and their peak, bytes ever allocated and
+ * freed (resizes count their growth and shrinkage), and the same for the
+ * number of storages. Atomics; the peaks by compare-and-swap. */
+typedef struct {
+  _Atomic int64_t bytes, peak, bytes_allocated, bytes_freed;
+  _Atomic int64_t n, n_peak, n_allocated, n_freed;
+} mem_counters;
+static mem_counters mem[TT_MAX_DEVICES];
 
 static int clamp_device(int device) {
   return device < 0 ? 0 : (device >= TT_MAX_DEVICES ? TT_MAX_DEVICES - 1 : device);
 }
 
-static void count(int device, int64_t delta) {
-  device = clamp_device(device);
-  int64_t now = atomic_fetch_add(&allocated[device], delta) + delta;
-  int64_t p = atomic_load(&peak[device]);
-  while (now > p && !atomic_compare_exchange_weak(&peak[device], &p, now)) {
+static void raise_peak(_Atomic int64_t *peak, int64_t now) {
+  int64_t p = atomic_load(peak);
+  while (now > p && !atomic_compare_exchange_weak(peak, &p, now)) {
   }
 }
 
-int64_t tt_memory_allocated(int device) { return atomic_load(&allocated[clamp_device(device)]); }
-int64_t tt_memory_peak(int device) { return atomic_load(&peak[clamp_device(device)]); }
+static void count(int device, int64_t delta) {
+  mem_counters *m = &mem[clamp_device(device)];
+  if (delta > 0) atomic_fetch_add(&m->bytes_allocated, delta);
+  else atomic_fetch_add(&m->bytes_freed, -delta);
+  raise_peak(&m->peak, atomic_fetch_add(&m->bytes, delta) + delta);
+}
+
+static void count_storage(int device, int delta) {
+  mem_counters *m = &mem[clamp_device(device)];
+  atomic_fetch_add(delta > 0 ? &m->n_allocated : &m->n_freed, 1);
+  raise_peak(&m->n_peak, atomic_fetch_add(&m->n, delta) + delta);
+}
+
+int64_t tt_memory_allocated(int device) { return atomic_load(&mem[clamp_device(device)].bytes); }
+int64_t tt_memory_peak(int device) { return atomic_load(&mem[clamp_device(device)].peak); }
 void tt_memory_reset_peak(int device) {
-  device = clamp_device(device);
-  atomic_store(&peak[device], atomic_load(&allocated[device]));
+  mem_counters *m = &mem[clamp_device(device)];
+  atomic_store(&m->peak, atomic_load(&m->bytes));
+  atomic_store(&m->n_peak, atomic_load(&m->n));
+}
+
+void tt_memory_get_stats(int device, tt_memory_stats *out) {
+  mem_counters *m = &mem[clamp_device(device)];
+  out->bytes = atomic_load(&m->bytes);
+  out->peak_bytes = atomic_load(&m->peak);
+  out->bytes_allocated = atomic_load(&m->bytes_allocated);
+  out->bytes_freed = atomic_load(&m->bytes_freed);
+  out->count = atomic_load(&m->n);
+  out->peak_count = atomic_load(&m->n_peak);
+  out->count_allocated = atomic_load(&m->n_allocated);
+  out->count_freed = atomic_load(&m->n_freed);
+}
+
+void tt_memory_reset_accumulated(int device) {
+  mem_counters *m = &mem[clamp_device(device)];
+  atomic_store(&m->bytes_allocated, 0);
+  atomic_store(&m->bytes_freed, 0);
+  atomic_store(&m->n_allocated, 0);
+  atomic_store(&m->n_freed, 0);
 }
 
 tt_storage *tt_storage_new(int device, size_t nbytes) {
@@ -51,6 +89,7 @@ tt_storage *tt_storage_new(int device, size_t nbytes) {
   atomic_init(&s->region_slot, -1);
   atomic_init(&s->region_dirty, false);
   count(device, (int64_t)nbytes);
+  count_storage(device, 1);
   return s;
 }
 
@@ -67,6 +106,7 @@ void tt_storage_release(tt_storage *s) {
 void tt_storage_drop(tt_storage *s) {
   if (!s) return;
   count(s->device, -(int64_t)s->nbytes);
+  count_storage(s->device, -1);
   atomic_store(&s->user_alive, false);
   tt_storage_release(s);
 }

@@ -80,4 +80,17 @@ int64_t tt_memory_allocated(int device);
 int64_t tt_memory_peak(int device);
 void tt_memory_reset_peak(int device);
 
+/* A device's storage counters (what torch.tpu.memory_stats() reports as
+ * allocated_bytes / allocation): live bytes and storages, their peaks
+ * since the last reset, and bytes and storages ever allocated and freed
+ * since the last tt_memory_reset_accumulated. A storage counts from its
+ * creation (before any device buffer exists) until the last tensor using
+ * it dies. */
+typedef struct {
+  int64_t bytes, peak_bytes, bytes_allocated, bytes_freed;
+  int64_t count, peak_count, count_allocated, count_freed;
+} tt_memory_stats;
+void tt_memory_get_stats(int device, tt_memory_stats *out);
+void tt_memory_reset_accumulated(int device);
+
 #endif

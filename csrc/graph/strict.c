@@ -12,6 +12,8 @@
 #include "graph/core.h"
 #include "graph/explain.h"
 #include "graph/modes.h"
+#include "core/trace.h"
+#include "graph/dump.h"
 #include "graph/persistent.h"
 #include "graph/step_stats.h"
 #include "graph/storage.h"
@@ -24,6 +26,19 @@ static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* TORCH_TPU_DUMP_DIR: the module, its options and what keys it. */
+static void dump_compile(const char *op_name, const tt_arg *args, int nargs, const char *text,
+                         const tt_compile_options *opts) {
+  char sig[1024], key[1400], options[256];
+  tt_describe_args(args, nargs, sig, sizeof sig);
+  snprintf(key, sizeof key, "Strict op program, cached per op and argument signature\nop: %s\nargs: %s\n",
+           op_name, sig);
+  snprintf(options, sizeof options, "optimization_level: %d\nportable: %s\nmode: %s\n",
+           opts->optimization_level, opts->portable ? "true" : "false",
+           tt_get_synchronous() ? "debug" : "strict");
+  tt_dump_compile("op", op_name, text, options, key);
 }
 
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -44,7 +59,10 @@ static tt_error *acquire_exe(tt_program *p, const char *op_name, const tt_arg *a
   if (!exe && !err) {
     double t0 = now_seconds();
     tt_compile_options opts = {tt_optimization_level(), true};
+    if (tt_dump_enabled()) dump_compile(op_name, args, nargs, p->text, &opts);
+    double trace_t0 = tt_trace_now_us();
     err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &exe);
+    if (tt_trace_on()) tt_trace_end("compile", op_name, trace_t0, "strict op, cache tier: compiled");
     if (err) {
       if (tt_setting_bool_or_default(TT_SETTING_DEBUG_PROGRAMS)) fprintf(stderr, "%s\n", p->text);
       err = tt_error_wrap(tt_pool_explain_compile_error(err), "compiling %s: ", op_name);

@@ -386,6 +386,36 @@ typedef struct {
 TT_PJRT_STRUCT_SIZE(PJRT_Device_GetDescription_Args, device_description);
 typedef PJRT_Error *PJRT_Device_GetDescription(PJRT_Device_GetDescription_Args *args);
 
+/* Device memory statistics (allocator counters). Only bytes_in_use is
+ * always set; plugins may return UNIMPLEMENTED (XLA:CPU does). */
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  PJRT_Device *device;
+  int64_t bytes_in_use; /* out */
+  int64_t peak_bytes_in_use;
+  bool peak_bytes_in_use_is_set;
+  int64_t num_allocs;
+  bool num_allocs_is_set;
+  int64_t largest_alloc_size;
+  bool largest_alloc_size_is_set;
+  int64_t bytes_limit;
+  bool bytes_limit_is_set;
+  int64_t bytes_reserved;
+  bool bytes_reserved_is_set;
+  int64_t peak_bytes_reserved;
+  bool peak_bytes_reserved_is_set;
+  int64_t bytes_reservable_limit;
+  bool bytes_reservable_limit_is_set;
+  int64_t largest_free_block_bytes;
+  bool largest_free_block_bytes_is_set;
+  int64_t pool_bytes;
+  bool pool_bytes_is_set;
+  int64_t peak_pool_bytes;
+  bool peak_pool_bytes_is_set;
+} PJRT_Device_MemoryStats_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set);
+typedef PJRT_Error *PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args);
+
 /* ------------------------------------------------------------- executables */
 
 typedef struct {
@@ -694,7 +724,7 @@ typedef struct PJRT_Api {
   PJRT_Unused *PJRT_Device_LocalHardwareId;
   PJRT_Unused *PJRT_Device_AddressableMemories;
   PJRT_Unused *PJRT_Device_DefaultMemory;
-  PJRT_Unused *PJRT_Device_MemoryStats;
+  PJRT_Device_MemoryStats *PJRT_Device_MemoryStats;
 
   PJRT_Unused *PJRT_Memory_Id;
   PJRT_Unused *PJRT_Memory_Kind;

@@ -74,6 +74,14 @@ tt_error *tt_buffer_await(tt_buffer *buf);
  * program's memory use costs on the device, whatever the tensors say. */
 void tt_runtime_buffer_bytes(tt_runtime *rt, int64_t *live, int64_t *peak);
 void tt_runtime_reset_peak_buffer_bytes(tt_runtime *rt);
+
+/* What the plugin reports of a device's memory (PJRT_Device_MemoryStats):
+ * bytes in use, and the limit and peak where the plugin sets them (-1 when
+ * not). A TT_ERR_NOT_IMPLEMENTED error when the plugin does not implement it. */
+typedef struct {
+  int64_t bytes_in_use, peak_bytes_in_use, bytes_limit, num_allocs, bytes_reserved;
+} tt_device_memory;
+tt_error *tt_runtime_device_memory(tt_runtime *rt, int device, tt_device_memory *out);
 /* After a launch that may have donated buf: if the plugin consumed it,
  * stops counting its bytes as live (the output reuses them) and returns
  * true. */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/trace.h"
 #include "pjrt/runtime_internal.h"
 
 static tt_error *oom(void) { return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory"); }
@@ -97,7 +98,7 @@ static tt_error *wrap_queried(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_bu
   return tt_buffer_wrap(rt, pb, device, dt, (int)d.num_dims, d.dims, out);
 }
 
-tt_error *tt_buffer_from_host(tt_runtime *rt, int device, tt_dtype dtype, const int64_t *dims,
+static tt_error *tt_buffer_from_host_untraced(tt_runtime *rt, int device, tt_dtype dtype, const int64_t *dims,
                               int ndim, const void *data, tt_buffer **out) {
   if (!rt || !out) return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_buffer_from_host: NULL argument");
   *out = NULL;
@@ -180,7 +181,7 @@ static bool cpu_direct_read(tt_buffer *buf, void *dst, size_t nbytes, tt_error *
   return done;
 }
 
-tt_error *tt_buffer_to_host(tt_buffer *buf, void *dst, size_t dst_size) {
+static tt_error *tt_buffer_to_host_untraced(tt_buffer *buf, void *dst, size_t dst_size) {
   if (!buf) return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_buffer_to_host: NULL buffer");
   size_t nbytes = tt_buffer_nbytes(buf);
   if (dst_size < nbytes || (!dst && nbytes))
@@ -534,7 +535,7 @@ static void launch_done(PJRT_Error *error, void *arg) {
   atomic_fetch_sub_explicit(&e->inflight, 1, memory_order_release);
 }
 
-tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
+static tt_error *tt_execute_untraced(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
                      tt_buffer **outs, int num_outs) {
   if (!exe || (num_args > 0 && !args) || (num_outs > 0 && !outs) || num_args < 0)
     return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_execute: bad arguments");
@@ -681,4 +682,62 @@ tt_error *tt_executable_deserialize(tt_runtime *rt, const void *bytes, size_t si
   TT_TRY(tt_pjrt_error(api, api->PJRT_Executable_DeserializeAndLoad(&a), TT_ERR_RUNTIME,
                        "loading the serialized executable failed"));
   return executable_wrap(rt, a.loaded_executable, out);
+}
+
+/* ------------------------------------------------------ device memory */
+
+tt_error *tt_runtime_device_memory(tt_runtime *rt, int device, tt_device_memory *out) {
+  if (!rt || device < 0 || device >= rt->num_devices)
+    return tt_error_new(TT_ERR_INDEX, "device %d out of range", device);
+  const PJRT_Api *api = rt->api;
+  if (!TT_PJRT_HAS(api, PJRT_Device_MemoryStats))
+    return tt_error_new(TT_ERR_NOT_IMPLEMENTED,
+                        "the PJRT plugin (API %d.%d) has no PJRT_Device_MemoryStats",
+                        rt->api_major, rt->api_minor);
+  PJRT_Device_MemoryStats_Args a = {.struct_size = PJRT_Device_MemoryStats_Args_SIZE,
+                                    .device = rt->devices[device]};
+  tt_error *err = tt_pjrt_error(api, api->PJRT_Device_MemoryStats(&a), TT_ERR_NOT_IMPLEMENTED,
+                                "the PJRT plugin does not report device memory "
+                                "(PJRT_Device_MemoryStats)");
+  if (err) return err;
+  out->bytes_in_use = a.bytes_in_use;
+  out->peak_bytes_in_use = a.peak_bytes_in_use_is_set ? a.peak_bytes_in_use : -1;
+  out->bytes_limit = a.bytes_limit_is_set ? a.bytes_limit : -1;
+  out->num_allocs = a.num_allocs_is_set ? a.num_allocs : -1;
+  out->bytes_reserved = a.bytes_reserved_is_set ? a.bytes_reserved : -1;
+  return NULL;
+}
+
+/* ------------------------------------------------- profiler's events */
+
+tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
+                     tt_buffer **outs, int num_outs) {
+  if (!tt_trace_on()) return tt_execute_untraced(exe, device, args, num_args, outs, num_outs);
+  double t0 = tt_trace_now_us();
+  tt_error *err = tt_execute_untraced(exe, device, args, num_args, outs, num_outs);
+  char detail[64];
+  snprintf(detail, sizeof detail, "device %d, %d inputs, %d outputs", device, num_args, num_outs);
+  tt_trace_end("launch", err ? "launch (failed)" : "launch", t0, detail);
+  return err;
+}
+
+tt_error *tt_buffer_to_host(tt_buffer *buf, void *dst, size_t dst_size) {
+  if (!tt_trace_on()) return tt_buffer_to_host_untraced(buf, dst, dst_size);
+  double t0 = tt_trace_now_us();
+  tt_error *err = tt_buffer_to_host_untraced(buf, dst, dst_size);
+  char detail[64];
+  snprintf(detail, sizeof detail, "%zu bytes", buf ? tt_buffer_nbytes(buf) : (size_t)0);
+  tt_trace_end("transfer", "device to host", t0, detail);
+  return err;
+}
+
+tt_error *tt_buffer_from_host(tt_runtime *rt, int device, tt_dtype dtype, const int64_t *dims,
+                              int ndim, const void *data, tt_buffer **out) {
+  if (!tt_trace_on()) return tt_buffer_from_host_untraced(rt, device, dtype, dims, ndim, data, out);
+  double t0 = tt_trace_now_us();
+  tt_error *err = tt_buffer_from_host_untraced(rt, device, dtype, dims, ndim, data, out);
+  char detail[64];
+  snprintf(detail, sizeof detail, "%zu bytes", !err && *out ? tt_buffer_nbytes(*out) : (size_t)0);
+  tt_trace_end("transfer", "host to device", t0, detail);
+  return err;
 }

@@ -11,6 +11,7 @@
 #include "torch/bridge.h"
 
 extern "C" {
+#include "graph/dump.h"
 #include "graph/explain.h"
 }
 
@@ -30,7 +31,22 @@ void queue_explanation(const char* message) {
 
 void install_explain_hook() { tt_set_explain_hook(&queue_explanation); }
 
+// TORCH_TPU_DUMP_DIR: the manifest's entries of compiles the core call
+// just made get the user's source line (computed here, holding the GIL).
+static void fill_dump_sources() {
+  if (!tt_dump_source_pending()) return;
+  py::gil_scoped_acquire gil;
+  try {
+    std::string line = py::module_::import("torch_tpu.modes").attr("_user_line")().cast<std::string>();
+    tt_dump_fill_source(line.c_str());
+  } catch (py::error_already_set& e) {
+    e.restore();
+    PyErr_Clear();
+  }
+}
+
 void drain_explanations() {
+  fill_dump_sources();
   std::vector<std::string> messages;
   {
     std::lock_guard<std::mutex> lock(queue_mutex);

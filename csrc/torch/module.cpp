@@ -6,8 +6,10 @@
 extern "C" {
 #include "cache/compile_cache.h"
 #include "core/settings.h"
+#include "core/trace.h"
 #include "graph/core.h"
 #include "graph/execute.h"
+#include "graph/dump.h"
 #include "graph/explain.h"
 #include "graph/persistent.h"
 #include "graph/region.h"
@@ -153,6 +155,57 @@ PYBIND11_MODULE(_C, m) {
     int64_t live = 0, peak = 0;
     if (tt_core_runtime()) tt_runtime_buffer_bytes(tt_core_runtime(), &live, &peak);
     return std::make_pair(live, peak);
+  });
+  m.def("_memory_stats", [](int d) {
+    tt_memory_stats st;
+    tt_memory_get_stats(d, &st);
+    int64_t live = 0, peak = 0;
+    if (tt_core_runtime()) tt_runtime_buffer_bytes(tt_core_runtime(), &live, &peak);
+    py::dict r;
+    r["bytes"] = st.bytes;
+    r["peak_bytes"] = st.peak_bytes;
+    r["bytes_allocated"] = st.bytes_allocated;
+    r["bytes_freed"] = st.bytes_freed;
+    r["count"] = st.count;
+    r["peak_count"] = st.peak_count;
+    r["count_allocated"] = st.count_allocated;
+    r["count_freed"] = st.count_freed;
+    r["buffer_bytes"] = live;
+    r["peak_buffer_bytes"] = peak;
+    return r;
+  });
+  m.def("_trace_set", [](bool on) { tt_trace_set(on); });
+  m.def("_trace_now_us", []() { return tt_trace_now_us(); });
+  m.def("_trace_take", []() {
+    tt_trace_event* ev = nullptr;
+    size_t dropped = 0;
+    size_t n = tt_trace_take(&ev, &dropped);
+    py::list out;
+    for (size_t i = 0; i < n; i++)
+      out.append(py::make_tuple(std::string(ev[i].track), std::string(ev[i].name), ev[i].ts_us,
+                                ev[i].dur_us, ev[i].tid, std::string(ev[i].detail)));
+    free(ev);
+    return py::make_tuple(out, dropped);
+  });
+  m.def("_dump_enabled", []() { return tt_dump_enabled(); });
+  m.def("_dump_note", [](const std::string& kind, const std::string& name, const std::string& ext,
+                         const std::string& text) {
+    return tt_dump_note(kind.c_str(), name.c_str(), ext.c_str(), text.c_str());
+  });
+  m.def("_dump_fill_source", [](const std::string& line) { tt_dump_fill_source(line.c_str()); });
+  m.def("_reset_accumulated_memory_stats", [](int d) { tt_memory_reset_accumulated(d); });
+  m.def("_device_memory", [](int d) {
+    ensure_initialized();
+    check_device(d);
+    tt_device_memory mem;
+    raise_if_error(tt_runtime_device_memory(tt_core_runtime(), d, &mem));
+    py::dict r;
+    r["bytes_in_use"] = mem.bytes_in_use;
+    r["peak_bytes_in_use"] = mem.peak_bytes_in_use;
+    r["bytes_limit"] = mem.bytes_limit;
+    r["num_allocs"] = mem.num_allocs;
+    r["bytes_reserved"] = mem.bytes_reserved;
+    return r;
   });
   m.def("_device_name", [](int d) {
     ensure_initialized();

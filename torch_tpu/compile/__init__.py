@@ -28,6 +28,8 @@ import time
 
 import torch
 
+from .. import _C
+
 from . import _report
 from ._report import last_report, reports, reset_reports
 from ._runner import CompiledGraph
@@ -64,6 +66,21 @@ class Options:
         return opts
 
 
+def _dump_graph(kind, gm, inputs):
+    def describe(a):
+        if isinstance(a, torch.Tensor):
+            return f"{str(a.dtype).replace('torch.', '')}{list(a.shape)} on {a.device}"
+        return repr(a)
+    head = "".join(f"# input {i}: {describe(a)}\n" for i, a in enumerate(inputs))
+    try:
+        body = gm.print_readable(print_output=False)
+    except Exception:  # noqa: BLE001 (older FX: the code alone)
+        body = gm.code
+    _C._dump_note(kind, type(gm).__name__, ".py", head + body)
+    from .. import modes
+    _C._dump_fill_source(modes._user_line())
+
+
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **_ignored):
     """The Dynamo backend registered as "tpu"."""
     from torch._functorch.aot_autograd import aot_module_simplified
@@ -75,8 +92,14 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, options=None, **_ignor
 
     saved_atoms = {}  # forward output name -> atoms, for the backward's saved inputs
 
+    dumping = _C._dump_enabled()
+    if dumping:  # TORCH_TPU_DUMP_DIR: the graph Dynamo hands us, before AOTAutograd
+        _dump_graph("fx_dynamo", gm, example_inputs)
+
     def compiler(kind):
         def compile_graph(aten_gm, aten_inputs):
+            if dumping:  # after AOTAutograd (aten ops, decomposed, split fw/bw)
+                _dump_graph(f"fx_aot_{kind}", aten_gm, aten_inputs)
             plan = bucketing_plan(aten_gm, aten_inputs, opts,
                                   known=saved_atoms if kind == "backward" else None)
             if plan is not None:
