@@ -36,3 +36,32 @@ def test_add_real_tensor_complex_alpha_raises(dtype):
         torch.add(a, a, alpha=complex(0.1, 0.2))
     with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
         torch.add(a.to(DEV), a.to(DEV), alpha=complex(0.1, 0.2))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8])
+@pytest.mark.parametrize("exponent", [-1, -3])
+def test_int_tensor_negative_int_power_raises(dtype, exponent):
+    # CPU refuses an integral tensor to a negative Python-int power; tpu
+    # computed a value instead (test_binary_ufuncs' test_int_tensor_pow_neg_ints).
+    t = torch.tensor([1, 2, 3], dtype=dtype)
+    with pytest.raises(RuntimeError) as cpu_err:
+        t.pow(exponent)
+    with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
+        t.to(DEV).pow(exponent)
+    # a tensor exponent is not checked on CPU either: same values
+    e = torch.tensor([0, 1, 2], dtype=dtype)
+    torch.testing.assert_close(t.to(DEV).pow(e.to(DEV)).cpu(), t.pow(e))
+    torch.testing.assert_close(t.to(DEV).pow(2).cpu(), t.pow(2))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int64])
+def test_inplace_cast_error_names_dtypes_like_cpu(dtype):
+    # "result type Float can't be cast to the desired output type Long", with
+    # PyTorch's ScalarType names (test_binary_ufuncs' test_fmod_remainder).
+    x = torch.tensor([5, 7], dtype=dtype)
+    with pytest.raises(RuntimeError) as cpu_err:
+        x.clone().fmod_(2.3)
+    want = re.search(r"result type \w+ can't be cast to the desired output type \w+",
+                     str(cpu_err.value)).group(0)
+    with pytest.raises(RuntimeError, match=re.escape(want)):
+        x.to(DEV).fmod_(2.3)
