@@ -87,7 +87,8 @@ tt_dtype tt_promote(tt_dtype a, tt_dtype b) {
 
 bool tt_can_cast(tt_dtype from, tt_dtype to) {
   if (tt_dtype_is_complex(from) && !tt_dtype_is_complex(to)) return false;
-  if (tt_dtype_is_floating(from) && !tt_dtype_is_floating(to)) return false;
+  if (tt_dtype_is_floating(from) && !tt_dtype_is_floating(to) && !tt_dtype_is_complex(to))
+    return false;
   if (from != TT_BOOL && to == TT_BOOL) return false;
   return true;
 }

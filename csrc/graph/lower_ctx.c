@@ -371,7 +371,7 @@ static tt_error *write_destination(tt_lower_ctx *c, tt_program *p, int arg, int 
   if (!tt_can_cast(vs.dtype, r->dtype))
     return tt_error_new(TT_ERR_INVALID_ARGUMENT,
                         "result type %s can't be cast to the desired output type %s",
-                        tt_dtype_name(vs.dtype), tt_dtype_name(r->dtype));
+                        tt_dtype_torch_name(vs.dtype), tt_dtype_torch_name(r->dtype));
   tt_val v = tt_b_convert(c->b, value, r->dtype);
   storage_slot *s = NULL;
   for (int k = 0; k < c->n_slots; k++)

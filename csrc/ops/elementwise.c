@@ -292,6 +292,12 @@ static tt_error *lower_pow(tt_lower_ctx *c) {
   /* A Python-number exponent of a floating tensor: its value picks the code
    * (so it is part of the cache key; exponents are constants in practice). */
   const tt_arg *e = tt_lc_arg(c, 1);
+  /* ATen refuses an integral tensor to a negative Python-int power (a tensor
+   * exponent is not checked, as on CPU); the value joins the cache key. */
+  if (!tt_dtype_is_floating(dt) && !tt_dtype_is_complex(dt) && e && e->kind == TT_ARG_SCALAR &&
+      e->u.s.kind == TT_SCALAR_INT && !is_scalar_arg(c, 0) && tt_lc_scalar_value(c, 1) < 0)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Integers to negative integer powers are not allowed.");
   if ((dt == TT_F32 || dt == TT_F64) && e && e->kind == TT_ARG_SCALAR && !is_scalar_arg(c, 0)) {
     tt_val r;
     if (pow_by_exponent(b, tt_lc_scalar_value(c, 1), o.x, &r)) {

@@ -231,6 +231,18 @@ static tt_error *lower_frexp(tt_lower_ctx *c) {
   if (!tt_dtype_is_floating(dt))
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "torch.frexp() only supports floating-point dtypes");
+  /* frexp.Tensor_out: ATen wants the mantissa in the input's dtype and the
+   * exponent in int32 exactly (no casting of the results) */
+  const tt_tensor_ref *mo = tt_lc_nargs(c) > 2 ? tt_lc_ref(c, 1) : NULL;
+  const tt_tensor_ref *eo = tt_lc_nargs(c) > 2 ? tt_lc_ref(c, 2) : NULL;
+  if (mo && mo->dtype != dt)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "torch.frexp() expects mantissa to have dtype %s but got %s",
+                      tt_dtype_torch_name(dt), tt_dtype_torch_name(mo->dtype));
+  if (eo && eo->dtype != TT_I32)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "torch.frexp() expects exponent to have int dtype but got %s",
+                      tt_dtype_torch_name(eo->dtype));
   tt_builder *b = tt_lc_builder(c);
   tt_val x = uc_read_as(c, 0, dt);
   int mbits = dt == TT_F64 ? 52 : dt == TT_F32 ? 23 : dt == TT_F16 ? 10 : 7;

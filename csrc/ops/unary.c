@@ -149,6 +149,11 @@ static tt_error *lower_signbit(tt_lower_ctx *c) {
 
 static tt_error *is_signed_inf(tt_lower_ctx *c, double inf) {
   tt_dtype dt = uc_arg_dtype(c, 0);
+  /* isposinf.out / isneginf.out: ATen refuses an out= that is not bool */
+  const tt_tensor_ref *out = tt_lc_nargs(c) > 1 ? tt_lc_ref(c, 1) : NULL;
+  if (out && out->dtype != TT_BOOL)
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "%s does not support non-boolean outputs.",
+                      inf > 0 ? "isposinf" : "isneginf");
   tt_builder *b = tt_lc_builder(c);
   tt_val x = uc_read_as(c, 0, dt);
   tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", x, tt_full_like(b, x, inf)) : bool_false_like(b, x));

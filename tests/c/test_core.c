@@ -69,6 +69,11 @@ static void test_promotion(void) {
   CHECK(tt_promote(TT_BOOL, TT_BOOL) == TT_BOOL);
   CHECK(!tt_can_cast(TT_F32, TT_I64));
   CHECK(tt_can_cast(TT_I64, TT_F32));
+  /* PyTorch's canCast: a real result may go to a complex out=, not back */
+  CHECK(tt_can_cast(TT_F32, TT_C64));
+  CHECK(tt_can_cast(TT_F64, TT_C64));
+  CHECK(!tt_can_cast(TT_C64, TT_F64));
+  CHECK(!tt_can_cast(TT_F32, TT_BOOL));
 }
 
 /* The op table: sorted (lookup is a binary search), every row found by its

@@ -36,3 +36,81 @@ def test_add_real_tensor_complex_alpha_raises(dtype):
         torch.add(a, a, alpha=complex(0.1, 0.2))
     with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
         torch.add(a.to(DEV), a.to(DEV), alpha=complex(0.1, 0.2))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8])
+@pytest.mark.parametrize("exponent", [-1, -3])
+def test_int_tensor_negative_int_power_raises(dtype, exponent):
+    # CPU refuses an integral tensor to a negative Python-int power; tpu
+    # computed a value instead (test_binary_ufuncs' test_int_tensor_pow_neg_ints).
+    t = torch.tensor([1, 2, 3], dtype=dtype)
+    with pytest.raises(RuntimeError) as cpu_err:
+        t.pow(exponent)
+    with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
+        t.to(DEV).pow(exponent)
+    # a tensor exponent is not checked on CPU either: same values
+    e = torch.tensor([0, 1, 2], dtype=dtype)
+    torch.testing.assert_close(t.to(DEV).pow(e.to(DEV)).cpu(), t.pow(e))
+    torch.testing.assert_close(t.to(DEV).pow(2).cpu(), t.pow(2))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int64])
+def test_inplace_cast_error_names_dtypes_like_cpu(dtype):
+    # "result type Float can't be cast to the desired output type Long", with
+    # PyTorch's ScalarType names (test_binary_ufuncs' test_fmod_remainder).
+    x = torch.tensor([5, 7], dtype=dtype)
+    with pytest.raises(RuntimeError) as cpu_err:
+        x.clone().fmod_(2.3)
+    want = re.search(r"result type \w+ can't be cast to the desired output type \w+",
+                     str(cpu_err.value)).group(0)
+    with pytest.raises(RuntimeError, match=re.escape(want)):
+        x.to(DEV).fmod_(2.3)
+
+
+@pytest.mark.parametrize("mant, expo", [(torch.float64, torch.int32), (torch.float32, torch.int64),
+                                        (torch.float16, torch.int32)])
+def test_frexp_out_dtypes_raise(mant, expo):
+    # frexp's out= wants the input's dtype and int32 exactly; tpu cast the
+    # results instead of raising (test_unary_ufuncs' test_frexp_assert_raises).
+    x = torch.randn(4, 4)
+    with pytest.raises(RuntimeError, match=r"torch\.frexp\(\) expects"):
+        torch.frexp(x, out=(torch.empty(4, 4, dtype=mant), torch.empty(4, 4, dtype=expo)))
+    with pytest.raises(RuntimeError, match=r"torch\.frexp\(\) expects"):
+        torch.frexp(x.to(DEV), out=(torch.empty(4, 4, dtype=mant, device=DEV),
+                                    torch.empty(4, 4, dtype=expo, device=DEV)))
+    m, e = torch.empty(4, 4, device=DEV), torch.empty(4, 4, dtype=torch.int32, device=DEV)
+    torch.frexp(x.to(DEV), out=(m, e))
+    wm, we = torch.frexp(x)
+    torch.testing.assert_close(m.cpu(), wm)
+    torch.testing.assert_close(e.cpu(), we)
+
+
+@pytest.mark.parametrize("fn", [torch.abs, torch.angle, torch.sqrt])
+def test_real_result_into_complex_out(fn):
+    # A real result may be written to a complex out= (PyTorch's canCast:
+    # float -> complex is allowed); tpu raised "can't be cast"
+    # (test_unary_ufuncs' test_abs_angle_complex_to_float).
+    t = torch.tensor([1 + 2j, 3 - 1j, -0.5 + 0j])
+    src = t if fn is not torch.sqrt else t.real.abs()
+    want = torch.empty(3, dtype=torch.complex64)
+    fn(src, out=want)
+    got = torch.empty(3, dtype=torch.complex64, device=DEV)
+    fn(src.to(DEV), out=got)
+    torch.testing.assert_close(got.cpu(), want)
+
+
+@pytest.mark.parametrize("fn", [torch.isposinf, torch.isneginf])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.int64, torch.bool])
+def test_isposinf_isneginf_out_dtype(fn, out_dtype):
+    # A non-bool out= raises on CPU; tpu wrote the result cast instead
+    # (test_unary_ufuncs' test_isposinf_isneginf_non_boolean_output).
+    t = torch.tensor([float("inf"), -float("inf"), 1.2])
+    if out_dtype is not torch.bool:
+        with pytest.raises(RuntimeError) as cpu_err:
+            fn(t, out=torch.empty(3, dtype=out_dtype))
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
+            fn(t.to(DEV), out=torch.empty(3, dtype=out_dtype, device=DEV))
+    else:
+        got = torch.empty(3, dtype=torch.bool, device=DEV)
+        fn(t.to(DEV), out=got)
+        torch.testing.assert_close(got.cpu(), fn(t))
