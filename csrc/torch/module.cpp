@@ -7,6 +7,7 @@ extern "C" {
 #include "cache/compile_cache.h"
 #include "core/settings.h"
 #include "graph/core.h"
+#include "graph/device_checks.h"
 #include "graph/execute.h"
 #include "graph/explain.h"
 #include "graph/persistent.h"
@@ -20,6 +21,7 @@ std::map<std::string, int64_t> fallback_report();
 void reset_fallback_report();
 void register_replay(py::module_& m);
 void register_settings(py::module_& m);
+void register_device_checks(py::module_& m);
 void register_disk_cache(py::module_& m);
 }  // namespace torch_tpu
 
@@ -103,6 +105,7 @@ PYBIND11_MODULE(_C, m) {
   register_hooks();
   register_table_routed_ops();
   install_explain_hook();
+  register_device_checks(m);
   m.def("_set_search_dirs", &set_search_dirs);
   m.def("_init", []() { ensure_initialized(); });
   m.def("_is_initialized", []() { return tt_core_initialized(); });
@@ -114,6 +117,7 @@ PYBIND11_MODULE(_C, m) {
     flush_region();
     py::gil_scoped_release no_gil;
     raise_if_error(tt_runtime_synchronize(tt_core_runtime()));
+    raise_if_error(tt_device_checks_poll());  // synchronize waits anyway
   });
   m.def("_flush", &flush_region);
   m.def("_set_default_mode", [](int mode) { tt_set_default_mode(static_cast<tt_exec_mode>(mode)); });
