@@ -2,13 +2,15 @@
  * (index.Tensor, index_put) and take/put. Gather/scatter-style ops live in
  * scatter.c, concatenation/padding/slicing ops in shape_ops.c.
  *
- * Index values are data, so they cannot be range-checked while lowering.
- * Out-of-range indices (which PyTorch rejects with an error) follow
- * StableHLO semantics instead: gathers clamp the start index into range
- * (so they read an edge element) and scatters drop the update. Negative
- * indices wrap exactly like PyTorch where PyTorch wraps them (index.Tensor,
- * index_put); index_select/gather/scatter/index_add reject negative indices
- * in PyTorch and clamp here. Tests only use valid indices. */
+ * Index values are data, so they cannot be range-checked while lowering:
+ * each op range-checks them on the device (ix_check_range, a device-side
+ * check: graph/device_checks.h), before its wrap rule, and the error
+ * surfaces at the next host wait. The gather/scatter itself follows
+ * StableHLO semantics (a start index clamped into range, an out-of-range
+ * update dropped), which is what runs with TORCH_TPU_DEVICE_CHECKS=0.
+ * Negative indices wrap exactly like PyTorch where PyTorch wraps them
+ * (index.Tensor, index_put, take, put, index_fill); index_select, gather,
+ * scatter and index_add reject them in PyTorch, and so do the checks. */
 
 #include <inttypes.h>
 #include <math.h>
