@@ -170,3 +170,33 @@ def test_compiled_graph_checks():
     with pytest.raises(IndexError):
         g(x, torch.tensor([1, 12], device=DEV)).cpu()
     torch.testing.assert_close(g(x, torch.tensor([3, 4], device=DEV)).cpu(), torch.tensor([6.0, 8.0]))
+
+
+_CHILD = r"""
+import torch, torch_tpu
+x = torch.arange(10., device="tpu")
+emb = torch.nn.Embedding(10, 4).to("tpu")
+ok = emb(torch.tensor([1, 2], device="tpu")).sum() + x[torch.tensor([3], device="tpu")].sum()
+ok.item()
+try:
+    (emb(torch.tensor([1, 12], device="tpu")).sum() + x[torch.tensor([3], device="tpu")].sum()).item()
+except IndexError as e:
+    print("RAISED", "index_select" in str(e), torch_tpu.cache_stats()["fused"]["disk_loads"] > 0)
+"""
+
+
+@pytest.mark.skipif(__import__("os").environ.get("TORCH_TPU_EAGER_MODE", "fused") != "fused",
+                    reason="runs Fused children itself; once is enough")
+def test_region_from_persistent_cache_keeps_checks(tmp_path):
+    # A region program loaded from disk carries its error word: the number of
+    # checks comes from the recorded ops, not from the stored plan.
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_EAGER_MODE="fused")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root
+    outs = [subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True,
+                           timeout=120).stdout for _ in range(2)]
+    assert "RAISED True" in outs[0], outs[0]
+    assert "RAISED True True" in outs[1], outs[1]
