@@ -75,6 +75,13 @@ static const tt_setting_info table[TT_SETTINGS] = {
         "line"},
     [TT_SETTING_DEBUG_CHECK] = {"TORCH_TPU_DEBUG_CHECK", ENUM("off", debug_checks), TT_STABLE,
         "`cpu`: in debug mode, run every op on CPU too and raise at the first divergence"},
+    [TT_SETTING_DEVICE_CHECKS] = {"TORCH_TPU_DEVICE_CHECKS", BOOL("1"), TT_STABLE,
+        "index-taking ops (indexing, gather/scatter, index_select/embedding, take/put, "
+        "index_add/copy/fill, nll_loss/cross_entropy targets) and integer division by zero "
+        "compute an error flag inside their own program; it is read at the next host read or "
+        "synchronize (in debug mode at the op) and raises the CPU kernel's exception with the "
+        "op and your source line. `0`: out-of-range indices are clamped and dropped silently "
+        "(a few reductions per program faster; docs/reliability.md)"},
     [TT_SETTING_DUMP_DIR] = {"TORCH_TPU_DUMP_DIR", PATH(""), TT_EXPERIMENTAL,
         "per compile, write the StableHLO module, its compile options and its cache key explained (and torch.compile's FX graphs before and after AOTAutograd) into this directory, indexed in order with the user's source line by `manifest.json` (docs/tools.md)"},
     [TT_SETTING_DEBUG_PROGRAMS] = {"TORCH_TPU_DEBUG_PROGRAMS", BOOL("0"), TT_EXPERIMENTAL,

@@ -9,6 +9,7 @@
 
 #include "cache/compile_cache.h"
 #include "graph/core.h"
+#include "graph/device_checks.h"
 #include "graph/explain.h"
 #include "graph/key_buf.h"
 #include "graph/lower_ctx.h"
@@ -66,7 +67,8 @@ static void key_tensor(tt_key_buf *k, const tt_tensor_ref *r, tt_storage ***seen
 static void build_key(tt_key_buf *k, const char *op_name, const tt_arg *args, int nargs,
                       bool returns_written) {
   tt_key_put(k, op_name, strlen(op_name) + 1);
-  TT_KEY_VAL(k, (uint8_t)returns_written);
+  /* device checks on/off: the only trace of the checks in keys */
+  TT_KEY_VAL(k, (uint8_t)(returns_written | tt_device_checks_enabled() << 1));
   TT_KEY_VAL(k, (uint8_t)tt_optimization_level());
   TT_KEY_VAL(k, (uint8_t)tt_default_float());
   tt_storage **seen = NULL;
@@ -198,6 +200,9 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
       tt_op_result_clear(res);
       err = tt_error_wrap(err, "%s failed on the device: ", op_name);
     }
+    /* debug mode: a failed device-side check raises at the op itself */
+    if (!err && p->n_checks) err = tt_device_checks_poll();
+    if (err) tt_op_result_clear(res);
   }
   return err;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/device_checks.h"
 #include "graph/grow.h"
 #include "graph/lower_ctx.h"
 #include "graph/storage.h"
@@ -44,6 +45,10 @@ struct tt_lower_ctx {
   int *value_args;
   int n_value_args, cap_value_args;
   const tt_region_binding *bind; /* fused replay: values come from the region */
+  tt_val *check_flags; /* device-side checks: i1 scalars, and what each reports */
+  tt_check_def *checks;
+  int n_checks, cap_checks, cap_check_flags;
+  bool checks_on;
 };
 
 #define GROW(ptr, n, cap) TT_GROW(ptr, n, cap, 8)
@@ -303,6 +308,37 @@ void tt_lc_write(tt_lower_ctx *c, int i, int j, tt_val v) {
   c->writes[c->n_writes++] = (pending_write){i, j, v};
 }
 
+bool tt_lc_checks_on(const tt_lower_ctx *c) { return c->checks_on; }
+
+void tt_lc_check(tt_lower_ctx *c, tt_val bad, tt_error_code code, const char *fmt, ...) {
+  if (!c->checks_on || bad == TT_INVALID || tt_b_error(c->b)) return;
+  tt_builder *b = c->b;
+  tt_shape s = tt_b_shape(b, bad);
+  if (s.dtype != TT_BOOL) bad = tt_b_compare(b, "NE", bad, tt_b_full(b, s, 0));
+  if (s.ndim > 0) {
+    int64_t dims[TT_MAX_DIMS];
+    for (int k = 0; k < s.ndim; k++) dims[k] = k;
+    bad = tt_b_reduce(b, bad, tt_b_constant(b, TT_BOOL, 0), dims, s.ndim, "or");
+  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  GROW(c->checks, c->n_checks, c->cap_checks);
+  GROW(c->check_flags, c->n_checks, c->cap_check_flags);
+  c->checks[c->n_checks] = (tt_check_def){code, strdup(msg)};
+  c->check_flags[c->n_checks++] = bad;
+}
+
+tt_val tt_lc_check_word(tt_builder *b, const tt_val *flags, int n) {
+  tt_val ok = tt_b_constant_int(b, TT_I32, TT_CHECK_WORD_OK);
+  tt_val word = ok;
+  for (int k = n - 1; k >= 0; k--) /* the first failing check wins */
+    word = tt_b_select(b, flags[k], tt_b_constant_int(b, TT_I32, k), word);
+  return word;
+}
+
 tt_error *tt_lc_decline(tt_lower_ctx *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -334,6 +370,9 @@ static void ctx_free(tt_lower_ctx *c) {
   free(c->unchanged);
   free(c->writes);
   free(c->value_args);
+  for (int k = 0; k < c->n_checks; k++) free(c->checks[k].message);
+  free(c->checks);
+  free(c->check_flags);
 }
 
 static const char *shape_str(const tt_tensor_ref *r, char *buf, size_t size) {
@@ -479,6 +518,7 @@ static tt_error *ctx_init(tt_lower_ctx *c, const char *op_name, tt_arg *args, in
   c->args = args;
   c->nargs = nargs;
   c->b = b;
+  c->checks_on = tt_device_checks_enabled();
   c->read_base = calloc((size_t)nargs + 1, sizeof *c->read_base);
   int total = 0;
   for (int i = 0; i < nargs; i++) {
@@ -509,6 +549,8 @@ tt_error *tt_program_lower_into(tt_builder *b, const tt_region_binding *bind, co
                            &resize, &n_resize);
   if (!err && n_resize)
     err = tt_error_new(TT_ERR_RUNTIME, "internal: %s needs a resize inside a region", op_name);
+  for (int k = 0; !err && bind && bind->check && k < c.n_checks; k++)
+    bind->check(bind->self, c.check_flags[k]);
   free(outs);
   free(resize);
   c.b = NULL; /* the builder is the region's */
@@ -557,6 +599,16 @@ tt_error *tt_program_build(const char *op_name, tt_lower_fn fn, tt_arg *args, in
   int n_outs = 0, n_resize = 0, n_vals = 0;
   tt_val *out_vals = NULL;
   err = lower_op(&c, p, returns_written, &outs, &n_outs, &out_vals, &n_vals, &resize, &n_resize);
+  if (!err && n_resize == 0 && c.n_checks) { /* the error word goes last */
+    tt_val *grown = realloc(out_vals, sizeof *out_vals * (size_t)(n_vals + 1));
+    if (!grown) abort();
+    out_vals = grown;
+    out_vals[n_vals++] = tt_lc_check_word(c.b, c.check_flags, c.n_checks);
+    p->checks = c.checks;
+    p->n_checks = c.n_checks;
+    c.checks = NULL;
+    c.n_checks = 0;
+  }
   if (!err && n_resize == 0) err = tt_b_finish(c.b, out_vals, n_vals, &p->text);
   if (err) {
     free(outs);

@@ -23,7 +23,14 @@ typedef struct {
   void *self;
   tt_val (*storage_value)(void *self, tt_storage *s, tt_dtype dt, int64_t numel);
   tt_val (*param_value)(void *self, int param_index, tt_shape shape);
+  /* each device-side check's i1 scalar flag, in the op's check order (NULL:
+   * checks are dropped) */
+  void (*check)(void *self, tt_val bad);
 } tt_region_binding;
+
+/* The i32 error word of flags[0..n): the index of the first true flag, or
+ * TT_CHECK_WORD_OK (graph/device_checks.h). */
+tt_val tt_lc_check_word(tt_builder *b, const tt_val *flags, int n);
 
 /* Lowers one op into b through bind. On success *out_vals (caller frees)
  * holds the values of the op's outputs in the order of its plan's outs. */

@@ -17,6 +17,8 @@ void tt_program_free(void *program) {
   free(p->resize);
   free(p->value_args);
   free(p->text);
+  for (int k = 0; k < p->n_checks; k++) free(p->checks[k].message);
+  free(p->checks);
   free(p);
 }
 

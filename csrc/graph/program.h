@@ -6,6 +6,7 @@
 
 #include "cache/exe_pool.h"
 #include "core/args.h"
+#include "graph/device_checks.h"
 #include "pjrt/runtime.h"
 #include "shlo/builder.h"
 
@@ -54,6 +55,11 @@ typedef struct {
   int *value_args;
   char *text;                /* the StableHLO (kept for dumps and explain) */
   double compile_seconds;
+  /* Device-side checks (graph/device_checks.h): with n_checks > 0 the
+   * program has one more output after outs, its i32 error word, and
+   * checks[k] describes the failure the word value k reports. */
+  int n_checks;
+  tt_check_def *checks;
 } tt_program;
 
 void tt_program_free(void *program);

@@ -15,6 +15,7 @@
 #include "graph/arena.h"
 #include "graph/core.h"
 #include "core/trace.h"
+#include "graph/device_checks.h"
 #include "graph/dump.h"
 #include "graph/explain.h"
 #include "graph/key_buf.h"
@@ -44,6 +45,7 @@ typedef struct {
   bool returns_written;
   int value_base; /* index of the op's first parameter value */
   int *out_slots; /* per plan output: its slot */
+  const char *source; /* plan->n_checks: the user's line at record, or NULL */
 } region_op;
 
 /* The host value of one scalar or RNG parameter of a recorded op. */
@@ -72,6 +74,7 @@ typedef struct {
   int n_params;
   int *out_slots;
   int n_outs;
+  int n_checks; /* device-side checks: the error word is output n_outs */
   double compile_seconds;
 } region_program;
 
@@ -286,6 +289,9 @@ tt_error *tt_region_record(const char *op_name, tt_lower_fn fn, tt_program *plan
                            bool returns_written, int device, tt_op_result *res) {
   TT_TRY(check_devices(plan, args, device));
   uint64_t h = tt_hash_bytes(op_key, op_key_len);
+  /* the user's line for the op's device checks: taken outside the lock (the
+   * hook may wait for Python's GIL) */
+  char *line = plan->n_checks ? tt_device_checks_source_line() : NULL;
   pthread_mutex_lock(&R.lock);
   tt_error *err = NULL;
   if (R.n_ops && R.device != device) err = flush_locked(TT_FLUSH_DEVICE);
@@ -296,6 +302,7 @@ tt_error *tt_region_record(const char *op_name, tt_lower_fn fn, tt_program *plan
   }
   if (err) {
     pthread_mutex_unlock(&R.lock);
+    free(line);
     return err;
   }
   R.device = device;
@@ -312,6 +319,8 @@ tt_error *tt_region_record(const char *op_name, tt_lower_fn fn, tt_program *plan
   op->returns_written = returns_written;
   op->value_base = R.n_values;
   op->out_slots = tt_arena_alloc(&R.arena, sizeof(int) * (size_t)(plan->n_outs ? plan->n_outs : 1));
+  op->source = line ? tt_arena_copy(&R.arena, line, strlen(line) + 1) : NULL;
+  free(line);
 
   tt_key_put(&R.key, op_key, op_key_len);
   for (int q = 0; q < plan->n_params; q++) {
@@ -378,6 +387,8 @@ typedef struct {
   region_param *params;
   int n_params, cap_params;
   int op_value_base;
+  tt_val *check_flags; /* device-side checks, in recording order */
+  int n_checks, cap_checks;
 } replay_state;
 
 static tt_val add_region_param(replay_state *st, rparam_kind kind, int index, tt_shape shape) {
@@ -399,6 +410,19 @@ static tt_val replay_storage_value(void *self, tt_storage *s, tt_dtype dt, int64
 static tt_val replay_param_value(void *self, int param_index, tt_shape shape) {
   replay_state *st = self;
   return add_region_param(st, RPARAM_VALUE, st->op_value_base + param_index, shape);
+}
+
+static void replay_check(void *self, tt_val bad) {
+  replay_state *st = self;
+  GROW(st->check_flags, st->n_checks, st->cap_checks);
+  st->check_flags[st->n_checks++] = bad;
+}
+
+/* The checks of the recorded ops, in order (the region key fixes them). */
+static int region_checks(void) {
+  int n = 0;
+  for (int i = 0; i < R.n_ops; i++) n += R.ops[i].plan->n_checks;
+  return n;
 }
 
 static void region_program_free(void *ptr) {
@@ -486,7 +510,7 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
   st.b = tt_builder_new();
   st.slot_vals = malloc(sizeof(tt_val) * (size_t)(R.n_slots ? R.n_slots : 1));
   region_program *rp = calloc(1, sizeof *rp);
-  tt_val *outs = malloc(sizeof(tt_val) * (size_t)(R.n_slots ? R.n_slots : 1));
+  tt_val *outs = malloc(sizeof(tt_val) * (size_t)(R.n_slots + 1)); /* + the error word */
   tt_error *err = NULL;
   char *text = NULL;
   tt_executable *exe = NULL;
@@ -496,7 +520,7 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
     goto done;
   }
   for (int k = 0; k < R.n_slots; k++) st.slot_vals[k] = TT_INVALID;
-  tt_region_binding bind = {&st, replay_storage_value, replay_param_value};
+  tt_region_binding bind = {&st, replay_storage_value, replay_param_value, replay_check};
   for (int i = 0; i < R.n_ops && !err; i++) {
     region_op *op = &R.ops[i];
     st.op_value_base = op->value_base;
@@ -511,6 +535,11 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
     free(vals);
   }
   if (err) goto done;
+  if (st.n_checks != region_checks()) {
+    err = tt_error_new(TT_ERR_RUNTIME, "internal: a fused region lowered %d device checks, its ops %d",
+                       st.n_checks, region_checks());
+    goto done;
+  }
   rp->out_slots = malloc(sizeof(int) * (size_t)(R.n_slots ? R.n_slots : 1));
   if (!rp->out_slots) {
     err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory building a fused region");
@@ -527,7 +556,9 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
     for (int o = 0; o < rp->n_outs; o++)
       if (rp->out_slots[o] == pp->index) tt_b_alias_param(st.b, i, o);
   }
-  err = tt_b_finish(st.b, outs, rp->n_outs, &text);
+  rp->n_checks = st.n_checks;
+  if (st.n_checks) outs[rp->n_outs] = tt_lc_check_word(st.b, st.check_flags, st.n_checks);
+  err = tt_b_finish(st.b, outs, rp->n_outs + (st.n_checks > 0), &text);
   if (err) goto done;
   dump_region(text, R.n_ops);
   err = compile_region_text(text, &exe);
@@ -547,6 +578,7 @@ done:
   tt_builder_free(st.b);
   free(st.slot_vals);
   free(st.params);
+  free(st.check_flags);
   free(outs);
   free(text);
   if (err) {
@@ -617,6 +649,8 @@ static region_program *load_region(const bool *is_output, tt_executable **exe_ou
     int n_expected = 0;
     for (int k = 0; k < R.n_slots; k++) n_expected += is_output[k];
     ok = ok && n_expected == rp->n_outs;
+    rp->n_checks = region_checks();
+    ok = ok && tt_executable_num_outputs(exe) == rp->n_outs + (rp->n_checks > 0);
     for (int o = 0; ok && o < rp->n_outs; o++)
       ok = rp->out_slots[o] >= 0 && rp->out_slots[o] < R.n_slots && is_output[rp->out_slots[o]];
   }
@@ -647,10 +681,21 @@ static void reset_region(void) {
   tt_arena_reset(&R.arena);
 }
 
+/* What each check of the recorded ops reports (borrowing the ops' names,
+ * plans and lines): malloc'd, n entries. */
+static tt_check_site *region_check_sites(int n) {
+  tt_check_site *sites = calloc((size_t)(n ? n : 1), sizeof *sites);
+  int k = 0;
+  for (int i = 0; sites && i < R.n_ops; i++)
+    for (int j = 0; j < R.ops[i].plan->n_checks && k < n; j++)
+      sites[k++] = (tt_check_site){R.ops[i].op_name, &R.ops[i].plan->checks[j], R.ops[i].source};
+  return sites;
+}
+
 static tt_error *launch_region(region_program *rp, tt_executable *exe, const bool *donate) {
   tt_buffer **in = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *in);
   bool *owned = calloc((size_t)(rp->n_params ? rp->n_params : 1), sizeof *owned);
-  tt_buffer **outs = calloc((size_t)(rp->n_outs ? rp->n_outs : 1), sizeof *outs);
+  tt_buffer **outs = calloc((size_t)rp->n_outs + 1, sizeof *outs); /* + the error word */
   tt_error *err = NULL;
   if (!in || !owned || !outs) err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   for (int i = 0; !err && i < rp->n_params; i++) {
@@ -666,7 +711,13 @@ static tt_error *launch_region(region_program *rp, tt_executable *exe, const boo
                        : tt_core_upload_scalar(R.device, pv->dtype, pv->bytes, &in[i]);
     }
   }
-  if (!err) err = tt_execute(exe, R.device, in, rp->n_params, outs, rp->n_outs);
+  if (!err) err = tt_execute(exe, R.device, in, rp->n_params, outs, rp->n_outs + (rp->n_checks > 0));
+  if (!err && rp->n_checks) {
+    tt_check_site *sites = region_check_sites(rp->n_checks);
+    if (sites) tt_device_checks_watch(outs[rp->n_outs], sites, rp->n_checks);
+    else tt_buffer_release(outs[rp->n_outs]);
+    free(sites);
+  }
   if (!err) {
     for (int i = 0; i < rp->n_params; i++)
       if (rp->params[i].kind == RPARAM_SLOT && donate[rp->params[i].index] &&
@@ -708,8 +759,11 @@ static void make_replay(const region_program *rp, const bool *donate) {
       }
     }
     for (int o = 0; o < rp->n_outs; o++) results[o] = R.slots[rp->out_slots[o]].storage;
-    tt_launch_record rec = {rp->slot, rp, R.device, params, rp->n_params, results, rp->n_outs};
+    tt_check_site *sites = rp->n_checks ? region_check_sites(rp->n_checks) : NULL;
+    tt_launch_record rec = {rp->slot, rp, R.device, params, rp->n_params, results, rp->n_outs,
+                            sites, sites ? rp->n_checks : 0};
     req->replay = tt_replay_new(&rec, req->args, req->n_args, req->outs, req->n_outs, &req->why_not);
+    free(sites);
   }
   free(params);
   free(results);

@@ -49,6 +49,8 @@ struct tt_replay {
   int n_args;
   replay_output *outs;
   int n_outs;
+  tt_check_site *checks; /* owned copy; the error word follows the results */
+  int n_checks;
 };
 
 static _Atomic uint64_t n_replays, n_refused;
@@ -74,6 +76,7 @@ void tt_replay_free(tt_replay *r) {
   tt_pool_entry_release(r->slot);
   free(r->params);
   free(r->results);
+  tt_check_sites_free(r->checks, r->n_checks);
   free(r->new_nbytes);
   free(r->args);
   free(r->arg_nbytes);
@@ -136,6 +139,14 @@ tt_replay *tt_replay_new(const tt_launch_record *rec, const tt_tensor_ref *args,
   r->n_params = rec->n_params;
   r->n_results = rec->n_results;
   r->n_outs = n_outs;
+  if (rec->n_checks) {
+    r->checks = tt_check_sites_copy(rec->checks, rec->n_checks);
+    if (!r->checks) {
+      *why_not = "out of host memory";
+      goto fail;
+    }
+    r->n_checks = rec->n_checks;
+  }
   for (int i = 0; i < n_args; i++) {
     r->args[i] = args[i];
     r->args[i].storage = NULL;
@@ -246,7 +257,7 @@ static tt_error *launch(tt_replay *r, tt_executable *exe, const tt_tensor_ref *a
                         bool *matched, tt_storage **new_storages) {
   tt_buffer **in = calloc(NZ(r->n_params), sizeof *in);
   bool *owned = calloc(NZ(r->n_params), sizeof *owned);
-  tt_buffer **results = calloc(NZ(r->n_results), sizeof *results);
+  tt_buffer **results = calloc((size_t)r->n_results + 1, sizeof *results); /* + error word */
   tt_error *err = NULL;
   if (!in || !owned || !results) err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   if (!err) err = gather_inputs(r, args, in, owned, matched);
@@ -254,7 +265,9 @@ static tt_error *launch(tt_replay *r, tt_executable *exe, const tt_tensor_ref *a
     new_storages[j] = tt_storage_new(r->device, r->new_nbytes[j]);
     if (!new_storages[j]) err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  if (!err && *matched) err = tt_execute(exe, r->device, in, r->n_params, results, r->n_results);
+  if (!err && *matched)
+    err = tt_execute(exe, r->device, in, r->n_params, results, r->n_results + (r->n_checks > 0));
+  if (!err && *matched && r->n_checks) tt_device_checks_watch(results[r->n_results], r->checks, r->n_checks);
   if (!err && *matched) {
     for (int p = 0; p < r->n_params; p++)
       if (r->params[p].donated) tt_buffer_note_donation(in[p]);

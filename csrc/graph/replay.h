@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "graph/device_checks.h"
 #include "graph/storage.h"
 #include "core/args.h"
 #include "cache/exe_pool.h"
@@ -43,6 +44,10 @@ typedef struct {
   int n_params;
   tt_storage *const *results; /* the storage each program result was written to */
   int n_results;
+  /* device-side checks (graph/device_checks.h): with n_checks > 0 the
+   * program's last output, after the results, is its error word */
+  const tt_check_site *checks;
+  int n_checks;
 } tt_launch_record;
 
 /* A graph argument or output: ref->ndim < 0 means None. */

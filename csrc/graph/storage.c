@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graph/core.h"
+#include "graph/device_checks.h"
 
 static _Atomic(tt_storage_sync_fn) sync_hook; /* set once by the region floor */
 
@@ -117,7 +118,19 @@ void tt_storage_set_buffer(tt_storage *s, tt_buffer *buf) {
   tt_buffer_release(old);
 }
 
+static tt_error *read_bytes(tt_storage *s, void *dst, size_t nbytes);
+
+/* A host read waits anyway: the error words of the launches so far are read
+ * with it (graph/device_checks.h). */
 tt_error *tt_storage_read_bytes(tt_storage *s, void *dst, size_t nbytes) {
+  tt_error *err = read_bytes(s, dst, nbytes);
+  tt_error *check = tt_device_checks_poll();
+  if (!err) return check;
+  tt_error_free(check);
+  return err;
+}
+
+static tt_error *read_bytes(tt_storage *s, void *dst, size_t nbytes) {
   TT_TRY(tt_storage_sync(s, false));
   if (nbytes > s->nbytes) nbytes = s->nbytes;
   if (!s->buffer) {

@@ -10,6 +10,7 @@
 
 #include "core/settings.h"
 #include "graph/core.h"
+#include "graph/device_checks.h"
 #include "graph/explain.h"
 #include "graph/modes.h"
 #include "core/trace.h"
@@ -84,14 +85,30 @@ static tt_error *acquire_exe(tt_program *p, const char *op_name, const tt_arg *a
   return err;
 }
 
+/* Hands the launch's error word to the device checks, with the user's line. */
+static void watch_checks(const tt_program *p, const char *op_name, tt_buffer *word) {
+  char *source = tt_device_checks_source_line();
+  tt_check_site stack_sites[8];
+  tt_check_site *sites = p->n_checks <= 8 ? stack_sites : calloc((size_t)p->n_checks, sizeof *sites);
+  if (sites) {
+    for (int k = 0; k < p->n_checks; k++) sites[k] = (tt_check_site){op_name, &p->checks[k], source};
+    tt_device_checks_watch(word, sites, p->n_checks);
+  } else {
+    tt_buffer_release(word);
+  }
+  if (sites != stack_sites) free(sites);
+  free(source);
+}
+
 static tt_error *launch(tt_program *p, tt_executable *exe, tt_arg *args, int device,
-                        tt_op_result *res) {
+                        const char *op_name, tt_op_result *res) {
   int np = p->n_params;
   /* stack_in zeroed: with np == 0 GCC cannot see that nothing reads it */
   tt_buffer *stack_in[32] = {0}, *stack_owned[32], *stack_out[16];
   tt_buffer **in = np <= 32 ? stack_in : calloc((size_t)np, sizeof *in);
   tt_buffer **owned = np <= 32 ? stack_owned : calloc((size_t)np, sizeof *owned);
-  tt_buffer **out = p->n_outs <= 16 ? stack_out : calloc((size_t)p->n_outs, sizeof *out);
+  int n_exe_outs = p->n_outs + (p->n_checks > 0); /* the error word last */
+  tt_buffer **out = n_exe_outs <= 16 ? stack_out : calloc((size_t)n_exe_outs, sizeof *out);
   tt_error *err = NULL;
   if (!in || !owned || !out) {
     err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory launching a program");
@@ -121,8 +138,9 @@ static tt_error *launch(tt_program *p, tt_executable *exe, tt_arg *args, int dev
   for (int k = 0; k < p->n_outs && !err; k++)
     if (p->outs[k].kind == TT_OUT_WRITE)
       err = tt_storage_sync(tt_plan_ref(args, p->outs[k].arg, p->outs[k].elem)->storage, true);
-  if (!err) err = tt_execute(exe, device, in, np, out, p->n_outs);
+  if (!err) err = tt_execute(exe, device, in, np, out, n_exe_outs);
   if (err) goto done;
+  if (p->n_checks) watch_checks(p, op_name, out[p->n_outs]);
   tt_note_program_launch(p);
   int n_new = 0;
   for (int k = 0; k < p->n_outs; k++) n_new += p->outs[k].kind == TT_OUT_NEW;
@@ -156,7 +174,7 @@ tt_error *tt_strict_run(tt_program *p, const char *op_name, tt_arg *args, int na
                         const void *key, size_t key_len, int device, tt_op_result *res) {
   tt_executable *exe = NULL;
   TT_TRY(acquire_exe(p, op_name, args, nargs, key, key_len, &exe));
-  tt_error *err = launch(p, exe, args, device, res);
+  tt_error *err = launch(p, exe, args, device, op_name, res);
   tt_executable_release(exe); /* the runtime keeps it until the launch completes */
   return err;
 }

@@ -200,6 +200,14 @@ static tt_val trunc_f(tt_builder *b, tt_val x) {
   return sel(b, cmp(b, "LT", x, tt_full_like(b, x, 0)), tt_b_un(b, TT_OP_CEIL, x), tt_b_un(b, TT_OP_FLOOR, x));
 }
 
+/* Device-side check (ops/lowering.h): an integer divisor of zero raises
+ * like CPU's kernel instead of giving XLA's defined garbage. */
+static void check_int_divisor(tt_lower_ctx *c, tt_dtype dt, tt_val y) {
+  if (tt_dtype_is_floating(dt) || tt_dtype_is_complex(dt) || dt == TT_BOOL || !tt_lc_checks_on(c)) return;
+  tt_builder *b = tt_lc_builder(c);
+  tt_lc_check(c, cmp(b, "EQ", y, tt_full_like(b, y, 0)), TT_ERR_INVALID_ARGUMENT, "ZeroDivisionError");
+}
+
 static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   tt_dtype dt = result2(c, 0, 1);
   tt_builder *b = tt_lc_builder(c);
@@ -226,6 +234,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
               : float_floor_div(b, o.x, o.y);
   else
     r = trunc ? bin(b, TT_OP_DIVIDE, o.x, o.y) : int_floor_div(b, o.x, o.y);
+  check_int_divisor(c, dt, o.y);
   output(c, &o, r);
   return NULL;
 }
@@ -246,6 +255,7 @@ static tt_error *lower_remainder(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   binop o;
   TT_TRY(setup2(c, 0, 1, dt, &o));
+  check_int_divisor(c, dt, o.y);
   tt_val mod = bin(b, TT_OP_REMAINDER, o.x, o.y);
   tt_val zero = tt_full_like(b, mod, 0);
   tt_val fix = bin(b, TT_OP_AND, cmp(b, "NE", mod, zero),
@@ -260,6 +270,7 @@ static tt_error *lower_fmod(tt_lower_ctx *c) {
   if (dt == TT_BOOL) return tt_lc_decline(c, "fmod of bool");
   binop o;
   TT_TRY(setup2(c, 0, 1, dt, &o));
+  check_int_divisor(c, dt, o.y);
   output(c, &o, bin(tt_lc_builder(c), TT_OP_REMAINDER, o.x, o.y));
   return NULL;
 }

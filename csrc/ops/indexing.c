@@ -2,13 +2,15 @@
  * (index.Tensor, index_put) and take/put. Gather/scatter-style ops live in
  * scatter.c, concatenation/padding/slicing ops in shape_ops.c.
  *
- * Index values are data, so they cannot be range-checked while lowering.
- * Out-of-range indices (which PyTorch rejects with an error) follow
- * StableHLO semantics instead: gathers clamp the start index into range
- * (so they read an edge element) and scatters drop the update. Negative
- * indices wrap exactly like PyTorch where PyTorch wraps them (index.Tensor,
- * index_put); index_select/gather/scatter/index_add reject negative indices
- * in PyTorch and clamp here. Tests only use valid indices. */
+ * Index values are data, so they cannot be range-checked while lowering:
+ * each op range-checks them on the device (ix_check_range, a device-side
+ * check: graph/device_checks.h), before its wrap rule, and the error
+ * surfaces at the next host wait. The gather/scatter itself follows
+ * StableHLO semantics (a start index clamped into range, an out-of-range
+ * update dropped), which is what runs with TORCH_TPU_DEVICE_CHECKS=0.
+ * Negative indices wrap exactly like PyTorch where PyTorch wraps them
+ * (index.Tensor, index_put, take, put, index_fill); index_select, gather,
+ * scatter and index_add reject them in PyTorch, and so do the checks. */
 
 #include <inttypes.h>
 #include <math.h>
@@ -86,6 +88,11 @@ static tt_val adv_index_coords(tt_lower_ctx *c, const tt_tensor_ref *self, const
   dims1[p->bnd] = 1;
   for (int q = 0; q < p->k; q++) {
     tt_val v = tt_b_convert(b, tt_lc_list_tensor(c, 1, (int)p->indexed[q]), TT_I64);
+    int64_t size = self->sizes[p->indexed[q]];
+    char msg[160];
+    snprintf(msg, sizeof msg, "index out of bounds for dimension %d with size %" PRId64,
+             (int)p->indexed[q], size);
+    ix_check_range(c, v, -size, size, TT_ERR_INDEX, msg);
     v = ix_wrap_negative(b, v, self->sizes[p->indexed[q]]);
     v = tt_b_broadcast_to(b, v, p->bnd, p->bdims);
     parts[q] = tt_b_reshape(b, v, p->bnd + 1, dims1);
@@ -164,6 +171,10 @@ static tt_error *lower_take(tt_lower_ctx *c) {
   int64_t idims[TT_MAX_DIMS + 1];
   memcpy(idims, index->sizes, sizeof(int64_t) * (size_t)index->ndim);
   idims[index->ndim] = 1;
+  char msg[160];
+  snprintf(msg, sizeof msg, "out of range: tried to access an index outside [-%" PRId64 ", %" PRId64
+           ") on a tensor of %" PRId64 " elements.", n, n, n);
+  ix_check_range(c, tt_lc_tensor(c, 1), -n, n, TT_ERR_INDEX, msg);
   tt_val idx = ix_wrap_negative(b, tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64), n);
   idx = tt_b_reshape(b, idx, index->ndim + 1, idims);
   int64_t zero = 0, one = 1;
@@ -189,6 +200,10 @@ static tt_error *lower_put(tt_lower_ctx *c) {
   }
   if (n == 0) return tt_lc_decline(c, "put into an empty tensor (torch raises)");
   tt_val flat = tt_b_reshape(b, x, 1, &n);
+  char msg[160];
+  snprintf(msg, sizeof msg, "out of range: tried to access an index outside [-%" PRId64 ", %" PRId64
+           ") on a tensor of %" PRId64 " elements.", n, n, n);
+  ix_check_range(c, tt_lc_tensor(c, 1), -n, n, TT_ERR_INDEX, msg);
   tt_val idx = ix_wrap_negative(b, tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64), 1, &m), n);
   int64_t idims[2] = {m, 1}, zero = 0;
   idx = tt_b_reshape(b, idx, 2, idims);

@@ -102,3 +102,14 @@ int ix_window_dims_except(int nd, int64_t dim, int64_t *out) {
     if (k != dim) out[n++] = k;
   return n;
 }
+
+void ix_check_range(tt_lower_ctx *c, tt_val idx, int64_t lo, int64_t hi, tt_error_code code,
+                    const char *message) {
+  if (!tt_lc_checks_on(c)) return;
+  tt_builder *b = tt_lc_builder(c);
+  idx = tt_b_convert(b, idx, TT_I64);
+  tt_shape s = tt_b_shape(b, idx);
+  tt_val below = tt_b_compare(b, "LT", idx, tt_b_broadcast_to(b, tt_b_constant_int(b, TT_I64, lo), s.ndim, s.dims));
+  tt_val above = tt_b_compare(b, "GE", idx, tt_b_broadcast_to(b, tt_b_constant_int(b, TT_I64, hi), s.ndim, s.dims));
+  tt_lc_check(c, tt_b_bin(b, TT_OP_OR, below, above), code, "%s", message);
+}

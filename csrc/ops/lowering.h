@@ -96,6 +96,18 @@ tt_error *tt_lc_decline(tt_lower_ctx *c, const char *fmt, ...)
 tt_error *tt_lc_fail(tt_lower_ctx *c, tt_error_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Device-side checks (graph/device_checks.h, docs/reliability.md). `bad` is
+ * an i1 value of any shape, true where the op's input is invalid (an index
+ * out of range, an integer divisor of zero). With checks on, the program
+ * reports the first failing check at the next point the host waits, as
+ * `code` with the message (PyTorch's CPU wording; the op's name and the
+ * user's source line are added); with checks off nothing is emitted.
+ * tt_lc_checks_on says which, for lowerings that would compute `bad` only
+ * for the check. */
+bool tt_lc_checks_on(const tt_lower_ctx *c);
+void tt_lc_check(tt_lower_ctx *c, tt_val bad, tt_error_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* --------------------------------------------------- registration */
 
 #define TT_MAX_OVERLOADS 8

@@ -153,6 +153,15 @@ static tt_error *nll_forward(tt_lower_ctx *c, bool is2d) {
   tt_builder *b = tt_lc_builder(c);
   nll_setup s;
   TT_TRY(nll_prepare(c, 0, is2d, &s));
+  if (tt_lc_checks_on(c)) { /* device-side check: targets other than ignore_index in [0, C) */
+    tt_val tv = tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64);
+    tt_shape ts = tt_b_shape(b, tv);
+    tt_val out = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "LT", tv, tt_b_full(b, ts, 0)),
+                          tt_b_compare(b, "GE", tv, tt_b_full(b, ts, (double)s.C)));
+    tt_lc_check(c, tt_b_bin(b, TT_OP_AND, out, s.keep), TT_ERR_INDEX,
+                "Target out of bounds (a target outside [0, %" PRId64 ") that is not ignore_index).",
+                s.C);
+  }
   int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), s.acc);
   tt_val picked = tt_b_select(b, s.onehot, x, tt_b_full(b, tt_b_shape(b, x), 0));

@@ -45,6 +45,21 @@ static int64_t index_dim_args(tt_lower_ctx *c, const char *op, const tt_tensor_r
   return tt_wrap_dim(c, tt_lc_int(c, 1, 0), (*self)->ndim);
 }
 
+/* The device-side range check of argument 2 along dim of self: [0, size),
+ * or [-size, size) where torch wraps negative indices. */
+static void check_dim_index(tt_lower_ctx *c, const tt_tensor_ref *self, int64_t dim, bool wraps,
+                            tt_error_code code, const char *fmt) {
+  if (!tt_lc_checks_on(c)) return;
+  int64_t size = self->ndim ? self->sizes[dim] : 1;
+  char msg[200];
+  if (strchr(fmt, '%')) snprintf(msg, sizeof msg, fmt, (int)dim, size);
+  else snprintf(msg, sizeof msg, "%s", fmt);
+  ix_check_range(c, tt_lc_tensor(c, 2), wraps ? -size : 0, size, code, msg);
+}
+
+#define RANGE_IN_SELF "index out of range in self"
+#define OUT_OF_BOUNDS "index out of bounds for dimension %d with size %" PRId64
+
 static tt_error *lower_index_select(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *self, *index;
@@ -63,6 +78,7 @@ static tt_error *lower_index_select(tt_lower_ctx *c) {
     return NULL;
   }
   if (ix_numel_of(self->ndim, self->sizes) == 0) return tt_lc_decline(c, "index into an empty tensor");
+  check_dim_index(c, self, dim, false, TT_ERR_INDEX, RANGE_IN_SELF);
   int64_t idims[2] = {n, 1};
   tt_val idx = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64), 2, idims);
   int64_t off[TT_MAX_DIMS], slice[TT_MAX_DIMS];
@@ -99,6 +115,7 @@ static tt_error *lower_index_add(tt_lower_ctx *c) {
   tt_val upd = tt_lc_tensor(c, 3);
   tt_val alpha = tt_b_broadcast_to(b, tt_lc_scalar(c, 4, dt), src->ndim, src->sizes);
   upd = tt_b_bin(b, dt == TT_BOOL ? TT_OP_AND : TT_OP_MULTIPLY, upd, alpha);
+  check_dim_index(c, self, dim, false, TT_ERR_INDEX, RANGE_IN_SELF);
   int64_t idims[2] = {n, 1};
   tt_val idx = tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64), 2, idims);
   int64_t win[TT_MAX_DIMS];
@@ -145,6 +162,7 @@ static tt_error *lower_gather(tt_lower_ctx *c) {
     tt_lc_output(c, tt_b_full(b, os, 0));
     return NULL;
   }
+  check_dim_index(c, self, dim, false, TT_ERR_INVALID_ARGUMENT, OUT_OF_BOUNDS);
   tt_val coords = ix_full_coords(b, tt_lc_tensor(c, 2), (int)dim);
   int64_t all[TT_MAX_DIMS], ones[TT_MAX_DIMS];
   for (int k = 0; k < self->ndim; k++) all[k] = k, ones[k] = 1;
@@ -188,6 +206,7 @@ static tt_error *scatter_common(tt_lower_ctx *c, const char *combine) {
   } else {
     upd = tt_b_broadcast_to(b, tt_lc_scalar(c, 3, dt), index->ndim, index->sizes);
   }
+  check_dim_index(c, self, dim, false, TT_ERR_INVALID_ARGUMENT, OUT_OF_BOUNDS);
   tt_val coords = ix_full_coords(b, tt_lc_tensor(c, 2), (int)dim);
   int64_t all[TT_MAX_DIMS];
   for (int k = 0; k < self->ndim; k++) all[k] = k;
@@ -302,6 +321,7 @@ static tt_error *scatter_reduce_general(tt_lower_ctx *c, const char *reduce, boo
   int64_t zero[TT_MAX_DIMS] = {0}, all[TT_MAX_DIMS];
   for (int k = 0; k < self->ndim; k++) all[k] = k;
   tt_val upd = tt_b_slice(b, tt_lc_tensor(c, 3), zero, index->sizes, NULL);
+  check_dim_index(c, self, dim, false, TT_ERR_INVALID_ARGUMENT, OUT_OF_BOUNDS);
   tt_val coords = ix_full_coords(b, tt_lc_tensor(c, 2), (int)dim);
   tt_shape us = tt_b_shape(b, upd);
   int n = self->ndim;
@@ -395,6 +415,7 @@ static tt_error *lower_index_fill(tt_lower_ctx *c) {
     return NULL;
   }
   int64_t size = nd > 0 ? self->sizes[dim] : 1;
+  check_dim_index(c, self, dim, true, TT_ERR_INDEX, OUT_OF_BOUNDS);
   tt_val mask = positions_mask(b, index_column(c, n, size, true), size);
   if (nd == 0) mask = tt_b_reshape(b, mask, 0, NULL);
   else mask = tt_b_broadcast_in_dim(b, mask, nd, self->sizes, &dim);
@@ -452,6 +473,7 @@ static tt_error *lower_index_copy(tt_lower_ctx *c) {
     tt_lc_output(c, x);
     return NULL;
   }
+  check_dim_index(c, self, dim, false, TT_ERR_INDEX, "index_copy_(): " OUT_OF_BOUNDS);
   tt_val idx = index_column(c, n, self->sizes[dim], false);
   tt_lc_output(c, index_scatter(c, x, tt_lc_tensor(c, 3), idx, dim, NULL));
   return NULL;
@@ -480,6 +502,7 @@ static tt_error *lower_index_reduce(tt_lower_ctx *c) {
     return NULL;
   }
   int64_t size = self->sizes[dim];
+  check_dim_index(c, self, dim, false, TT_ERR_INDEX, RANGE_IN_SELF);
   tt_val idx = index_column(c, n, size, false);
   if (!include_self) {
     tt_val mask = tt_b_broadcast_in_dim(b, positions_mask(b, idx, size), self->ndim, self->sizes, &dim);

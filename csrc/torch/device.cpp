@@ -10,6 +10,7 @@
 
 extern "C" {
 #include "graph/core.h"
+#include "graph/device_checks.h"
 }
 
 namespace torch_tpu {
@@ -98,6 +99,7 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
   }
   void synchronizeDevice(const c10::DeviceIndex) const override {
     raise_if_error(tt_runtime_synchronize(tt_core_runtime()));
+    raise_if_error(tt_device_checks_poll());
   }
   void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
   void record(void**, const c10::Stream&, const c10::DeviceIndex,

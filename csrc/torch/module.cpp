@@ -8,6 +8,7 @@ extern "C" {
 #include "core/settings.h"
 #include "core/trace.h"
 #include "graph/core.h"
+#include "graph/device_checks.h"
 #include "graph/execute.h"
 #include "graph/dump.h"
 #include "graph/explain.h"
@@ -22,6 +23,7 @@ std::map<std::string, int64_t> fallback_report();
 void reset_fallback_report();
 void register_replay(py::module_& m);
 void register_settings(py::module_& m);
+void register_device_checks(py::module_& m);
 void register_disk_cache(py::module_& m);
 void register_c10d(py::module_& m);
 }  // namespace torch_tpu
@@ -106,6 +108,7 @@ PYBIND11_MODULE(_C, m) {
   register_hooks();
   register_table_routed_ops();
   install_explain_hook();
+  register_device_checks(m);
   m.def("_set_search_dirs", &set_search_dirs);
   m.def("_init", []() { ensure_initialized(); });
   m.def("_register_c10d", [](py::module_ self) { register_c10d(self); });
@@ -118,6 +121,7 @@ PYBIND11_MODULE(_C, m) {
     flush_region();
     py::gil_scoped_release no_gil;
     raise_if_error(tt_runtime_synchronize(tt_core_runtime()));
+    raise_if_error(tt_device_checks_poll());  // synchronize waits anyway
   });
   m.def("_flush", &flush_region);
   m.def("_set_default_mode", [](int mode) { tt_set_default_mode(static_cast<tt_exec_mode>(mode)); });
