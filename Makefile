@@ -25,7 +25,7 @@ TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
 .PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance pytorch-tests docs clean \
-        fuzz fuzz-c tsan soak
+        fuzz fuzz-c tsan soak test-reliability
 
 all: build
 
@@ -125,7 +125,9 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_autocast.py --ignore=tests/python/test_executable_cap.py \
             --ignore=tests/python/test_complex.py --ignore=tests/python/test_hf_models_families.py \
             --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py \
-            --ignore=tests/python/test_pytorch_tests_harness.py
+            --ignore=tests/python/test_pytorch_tests_harness.py \
+            --ignore=tests/python/test_fuzz_short.py --ignore=tests/python/test_fault_injection.py \
+            --ignore=tests/python/test_concurrency.py
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
 	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
@@ -262,6 +264,13 @@ tsan: $(TSAN_TESTS) $(TSAN_BUILD)/test_runtime $(TSAN_BUILD)/fake_pjrt_plugin.so
 	$(TSAN_RUN) $(TSAN_BUILD)/test_disk_cache $(PLUGIN)
 	$(TSAN_RUN) $(TSAN_BUILD)/test_cache_keys $(PLUGIN)
 	$(TSAN_RUN) $(TSAN_BUILD)/test_fused_loops $(PLUGIN)
+
+# test-reliability: the fault-injection and thread tests, fast and slow
+# (tests/python/test_fault_injection.py and test_concurrency.py run in
+# make test; tests/reliability/ holds the rest: ~6 minutes).
+test-reliability: build
+	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python/test_fault_injection.py \
+	  tests/python/test_concurrency.py tests/reliability
 
 # soak: minGPT in Fused eager for SOAK_STEPS steps (tools/soak.py): flat
 # memory, constant compile count, finite loss; JSON and PNG in $(BUILD).

@@ -35,6 +35,7 @@ import json
 import os
 import random
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -386,16 +387,27 @@ def load_corpus():
     return out
 
 
+def _stop(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM: stop like ^C, with the summary
+
+
 def fuzz(args):
+    signal.signal(signal.SIGTERM, _stop)
     corpus = load_corpus()
     workers = {}
     rng = random.Random(args.seed)
     t_end = time.time() + args.time if args.time else None
     counts, findings, n = {}, [], 0
+    t_start = time.time()
     out = open(args.findings, "a") if args.findings else None
     try:
         while (args.programs is None or n < args.programs) and (t_end is None or time.time() < t_end):
+            # the mode changes every --block programs (a worker per mode;
+            # with --one-worker each change restarts one); it is still a
+            # function of the program's seed: replays need only the seed
+            m = (n // args.block) % len(MODES)
             pseed = rng.randrange(1 << 40)
+            pseed += (m - pseed % len(MODES)) % len(MODES)
             mode = program_mode(pseed)
             if mode not in workers:
                 workers[mode] = Worker(mode, args)
@@ -415,15 +427,17 @@ def fuzz(args):
                     out.flush()
                 print(f"[{n}] {'known ' if known else ''}{res['cls']} seed {pseed} mode {mode}: "
                       f"{res['detail'][:300]}", flush=True)
-            elif args.verbose:
-                print(f"[{n}] pass seed {pseed} ({res.get('seconds')} s)", flush=True)
+            elif args.verbose or n % 25 == 0:
+                print(f"[{n}] pass seed {pseed} mode {mode} ({res.get('seconds')} s); "
+                      f"{time.time() - t_start:.0f} s, counts {counts}", flush=True)
     finally:
         for w in workers.values():
             w.kill()
         if out:
             out.close()
-    new = [f for f in findings if not f["known"]]
-    print(json.dumps(dict(programs=n, counts=counts, findings=len(findings), new=len(new))), flush=True)
+        new = [f for f in findings if not f["known"]]
+        print(json.dumps(dict(programs=n, seconds=round(time.time() - t_start), counts=counts,
+                              findings=len(findings), new=len(new))), flush=True)
     return 1 if new else 0
 
 
@@ -464,6 +478,7 @@ def main(argv=None):
     ap.add_argument("--findings", default=None, help="append findings here (JSON lines)")
     ap.add_argument("--cache-dir", default=os.environ.get("TORCH_TPU_FUZZ_CACHE_DIR", "/tmp/torch_tpu_fuzz_cache"))
     ap.add_argument("--one-worker", action="store_true", help="one worker process alive at a time")
+    ap.add_argument("--block", type=int, default=20, help="programs per eager mode in turn")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--replay", type=int, default=None)
     ap.add_argument("--mode", choices=MODES, default=None)
