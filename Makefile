@@ -236,7 +236,7 @@ fuzz-c: $(FUZZ_BUILD)/fuzz_disk_cache $(FUZZ_BUILD)/fuzz_program_serial
 	  rc=0; $(FUZZ_BUILD)/fuzz_$$h -max_total_time=$(FUZZ_C_TIME) -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/crash_$$h- $(FUZZ_BUILD)/corpus_$$h tests/c/fuzz_seeds/$$h \
 	    > $(FUZZ_BUILD)/fuzz_$$h.log 2>&1 || rc=$$?; \
-	  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|SUMMARY)' $(FUZZ_BUILD)/fuzz_$$h.log || true; \
+	  grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs|stat::number_of_executed_units|SUMMARY)' $(FUZZ_BUILD)/fuzz_$$h.log || true; \
 	  if [ $$rc -ne 0 ]; then tail -60 $(FUZZ_BUILD)/fuzz_$$h.log; exit 1; fi; \
 	done
 
