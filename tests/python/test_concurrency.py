@@ -22,7 +22,7 @@ def work(i):
         with torch_tpu.eager_mode(mode):
             assert torch_tpu.get_eager_mode() == mode
             start.wait()
-            for it in range(6):
+            for it in range(3):
                 a = torch.randn(16 + i, 24, generator=g)
                 b = torch.randn(24, 8, generator=g)
                 w = torch.randn(8, generator=g)

@@ -89,7 +89,21 @@ def _helpers_built():
 
 # ---------------------------------------------------------------- the cache
 
-def check_full_disk(tmp_path, limit):
+def _entry_is_whole(path):
+    # docs/persistent-cache.md: 40-byte header (magic, version, key and blob
+    # lengths, BLAKE2b-64 over header[:32] + key + blob), then key and blob
+    import hashlib
+    import struct
+    data = open(path, "rb").read()
+    if len(data) < 40 or data[:8] != b"TTPUDC\r\n":
+        return False
+    klen, blen = struct.unpack("<QQ", data[16:32])
+    if 40 + klen + blen != len(data):
+        return False
+    return hashlib.blake2b(data[:32] + data[40:], digest_size=8).digest() == data[32:40]
+
+
+def check_full_disk(tmp_path, limit, second_process=True):
     # write() under the cache fails with ENOSPC after `limit` bytes: the
     # first entries may land, the rest fail; each failure is a warning
     shim = {"LD_PRELOAD": SHIM, "FAULT_SHIM_DIR": str(tmp_path), "FAULT_SHIM_MODE": "enospc",
@@ -98,16 +112,20 @@ def check_full_disk(tmp_path, limit):
     assert compiles > 0 and loads == 0
     assert "write failed" in err and "No space left on device" in err, err[-2000:]
     assert not _temps(tmp_path), "a failed write left its temp file"
-    landed = len(_entries(tmp_path))
-    # a fresh process with room: every entry on disk is whole (loaded, not
-    # removed as corrupt), the rest compiled again, same losses
-    compiles2, loads2, err2 = _train(tmp_path, mode="strict")
-    assert "corrupt" not in err2, err2[-2000:]
-    assert loads2 == landed and compiles2 == compiles - landed
+    landed = _entries(tmp_path)
+    assert all(_entry_is_whole(f) for f in landed), "a torn entry was renamed into place"
+    if limit:
+        assert landed, "the first entries fit under the limit"
+    if second_process:
+        # a fresh process with room loads every entry that landed (none is
+        # removed as corrupt) and compiles the rest; same losses
+        compiles2, loads2, err2 = _train(tmp_path, mode="strict")
+        assert "corrupt" not in err2, err2[-2000:]
+        assert loads2 == len(landed) and compiles2 == compiles - len(landed)
 
 
 def test_full_disk(tmp_path):
-    check_full_disk(tmp_path, 3000)
+    check_full_disk(tmp_path, 40000, second_process=False)
 
 
 # ---------------------------------------------------------------- plugin failures

@@ -18,6 +18,10 @@ def test_full_disk_from_the_first_byte(tmp_path):
     check_full_disk(tmp_path, 0)
 
 
+def test_full_disk_then_a_process_with_room(tmp_path):
+    check_full_disk(tmp_path, 40000)
+
+
 def test_plugin_execute_fails_mid_run_fused(tmp_path):
     check_plugin_execute_fails_mid_run(tmp_path, "fused")
 
