@@ -215,9 +215,15 @@ def _run(prog, device, only_last=False, prev=None):
         inp = _resolve(st["inputs"], outputs)
         inp = _copy_keep_layout(inp, device)
         x, args, kwargs = inp
-        if device != "cpu":
+        if device != "cpu":  # a sample naming CPU as a destination names tpu here
             kwargs = {k: (torch.device("tpu") if k == "device" and v is not None else v)
                       for k, v in kwargs.items()}
+            args = [torch.device("tpu") if (a == "cpu" if isinstance(a, str) else
+                                            isinstance(a, torch.device) and a.type == "cpu") else a
+                    for a in args]
+        # named on stderr first: a crash's report then says which op and where
+        print(f"@@STEP {device} {st['key']}{'_' if st['inplace'] else ''} {st['dtype']}",
+              file=sys.stderr, flush=True)
         torch.manual_seed(0)
         try:
             if st["inplace"]:
@@ -352,7 +358,10 @@ class Worker:
                 return None
 
     def stderr_tail(self):
-        return "".join(l for l in self.err if "I0000" not in l and "absl::" not in l)[-600:]
+        steps = [l.strip() for l in self.err if l.startswith("@@STEP")]
+        rest = "".join(l for l in self.err if "I0000" not in l and "absl::" not in l
+                       and not l.startswith("@@STEP"))[-500:]
+        return (f"last step: {steps[-1][7:]}; " if steps else "") + rest
 
     def kill(self):
         if self.p:
