@@ -63,6 +63,11 @@ SKIP_PARTS = ("dropout", "rand", "bernoulli", "multinomial", "normal", "uniform"
               "normal", "item", "tolist", "resize", "allclose", "equal", "data_ptr")
 
 
+# Arguments PyTorch requires on the CPU for every device (CUDA too): kept
+# there in the tpu run. op key -> positions in args.
+CPU_ARGS = {"tensor_split": (0,)}
+
+
 def program_mode(seed):
     return MODES[seed % len(MODES)]
 
@@ -119,7 +124,8 @@ def _mutate(rng, x, log, prev_outputs):
                     and p.dtype == t.dtype and p.layout == t.layout]
             if same:
                 log.append(f"input <- earlier output {list(t.shape)}")
-                return ("prev", prev_outputs.index(rng.choice(same)))
+                pick = rng.choice(same)
+                return ("prev", next(i for i, p in enumerate(prev_outputs) if p is pick))
         return _mutate_tensor(rng, t, log) if isinstance(t, torch.Tensor) else t
     return _map(x, f)
 
@@ -215,6 +221,10 @@ def _run(prog, device, only_last=False, prev=None):
         inp = _resolve(st["inputs"], outputs)
         inp = _copy_keep_layout(inp, device)
         x, args, kwargs = inp
+        for i in CPU_ARGS.get(st["key"], ()):
+            if device != "cpu" and i < len(args) and hasattr(args[i], "device"):
+                args = list(args)
+                args[i] = args[i].cpu()
         if device != "cpu":  # a sample naming CPU as a destination names tpu here
             kwargs = {k: (torch.device("tpu") if k == "device" and v is not None else v)
                       for k, v in kwargs.items()}
