@@ -10,7 +10,7 @@ import time
 import pytest
 
 from harness import run_python
-from test_fault_injection import (FAILING, FAILING_CHILD, REPO, TRAIN, _child, _entries, _plugin_path,
+from test_fault_injection import (FAILING, FAILING_CHILD, REPO, SHIM, TRAIN, _child, _entries, _plugin_path,
                                   _temps, _train, check_full_disk, check_plugin_execute_fails_mid_run)
 
 
