@@ -24,7 +24,8 @@ EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
-.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance pytorch-tests docs clean
+.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance pytorch-tests docs clean \
+        fuzz fuzz-c tsan soak test-reliability
 
 all: build
 
@@ -128,7 +129,9 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_memory_stats.py --ignore=tests/python/test_dumps.py \
             --ignore=tests/python/test_profiler.py \
             --ignore=tests/python/test_pytorch_fixes_ufuncs.py \
-            --ignore=tests/python/test_distributed.py
+            --ignore=tests/python/test_distributed.py \
+            --ignore=tests/python/test_fuzz_short.py --ignore=tests/python/test_fault_injection.py \
+            --ignore=tests/python/test_concurrency.py
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
 	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
@@ -193,6 +196,95 @@ pytorch-tests:
 	@if [ -z "$(PYTORCH_TESTS_DIR)" ]; then $(PYTHON) tools/pytorch_tests/run.py; else \
 	  $(MAKE) -j2 build && PYTHONPATH=$(CURDIR) $(PY) tools/pytorch_tests/run.py \
 	    --tests-dir "$(PYTORCH_TESTS_DIR)" $(if $(FILES),--files "$(FILES)"); fi
+
+# ---- reliability (docs/reliability.md): fuzzing, sanitizers, soak ----
+# The fault-injection tests' helpers (tests/python/test_fault_injection.py):
+# a PJRT plugin whose Execute fails on its Nth call, an LD_PRELOAD shim
+# failing writes under one directory (full or read-only disk).
+build: $(BUILD)/failing_plugin.so $(BUILD)/fault_shim.so
+$(BUILD)/failing_plugin.so: tests/c/failing_plugin.c csrc/pjrt/pjrt_abi.h
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS) -shared $< -ldl -lpthread -o $@
+$(BUILD)/fault_shim.so: tests/c/fault_shim.c
+	@mkdir -p $(BUILD)
+	$(CC) $(filter-out -std=c11,$(CFLAGS)) -std=gnu11 -shared $< -ldl -o $@
+
+# fuzz: the differential op-program fuzzer (tools/fuzz/fuzz.py) for FUZZ_TIME
+# seconds from FUZZ_SEED; findings go to $(BUILD)/fuzz-findings.jsonl, known
+# ones are in tools/fuzz/corpus/. make test runs a fixed 14-program set
+# (tests/python/test_fuzz_short.py).
+FUZZ_TIME ?= 300
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: build
+	PYTHONPATH=$(CURDIR) $(PY) tools/fuzz/fuzz.py --seed $(FUZZ_SEED) --time $(FUZZ_TIME) \
+	  --one-worker --findings $(BUILD)/fuzz-findings.jsonl
+
+# fuzz-c: libFuzzer + ASan + UBSan over the bytes the core reads from disk:
+# the persistent-cache reader and the program deserializer, FUZZ_C_TIME
+# seconds each, from the seeds in tests/c/fuzz_seeds/ (needs clang and its
+# libFuzzer runtime: Debian's clang and libclang-rt-14-dev).
+FUZZ_C_TIME ?= 60
+FUZZ_BUILD := build-fuzz
+FUZZ_CFLAGS := -std=c11 -g -O1 -D_GNU_SOURCE -Icsrc -Wall -Wextra -Werror \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+$(FUZZ_BUILD)/fuzz_disk_cache: tests/c/fuzz_disk_cache.c csrc/cache/disk_cache.c \
+    csrc/cache/disk_cache_inspect.c csrc/cache/blake2b.c csrc/core/error.c csrc/core/settings.c
+	@mkdir -p $(FUZZ_BUILD)
+	clang $(FUZZ_CFLAGS) $^ -lpthread -o $@
+$(FUZZ_BUILD)/fuzz_program_serial: tests/c/fuzz_program_serial.c csrc/graph/program_serial.c \
+    csrc/graph/program.c csrc/cache/exe_pool.c csrc/core/error.c csrc/core/settings.c csrc/core/dtype.c
+	@mkdir -p $(FUZZ_BUILD)
+	clang $(FUZZ_CFLAGS) $^ -lpthread -lm -o $@
+fuzz-c: $(FUZZ_BUILD)/fuzz_disk_cache $(FUZZ_BUILD)/fuzz_program_serial
+	@set -e; for h in disk_cache program_serial; do \
+	  mkdir -p $(FUZZ_BUILD)/corpus_$$h; \
+	  echo "=== fuzz_$$h, $(FUZZ_C_TIME) s"; \
+	  rc=0; $(FUZZ_BUILD)/fuzz_$$h -max_total_time=$(FUZZ_C_TIME) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/crash_$$h- $(FUZZ_BUILD)/corpus_$$h tests/c/fuzz_seeds/$$h \
+	    > $(FUZZ_BUILD)/fuzz_$$h.log 2>&1 || rc=$$?; \
+	  grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs|stat::number_of_executed_units|SUMMARY)' $(FUZZ_BUILD)/fuzz_$$h.log || true; \
+	  if [ $$rc -ne 0 ]; then tail -60 $(FUZZ_BUILD)/fuzz_$$h.log; exit 1; fi; \
+	done
+
+# tsan: the C core and its C tests built with ThreadSanitizer into
+# build-tsan/, then run (the plugin itself is not instrumented).
+TSAN_BUILD := build-tsan
+TSAN_CFLAGS := $(filter-out -O2 -MMD -MP,$(CFLAGS)) -O1 -fsanitize=thread
+TSAN_OBJS := $(CORE_SRCS:%.c=$(TSAN_BUILD)/%.o)
+TSAN_TESTS := $(addprefix $(TSAN_BUILD)/test_,core disk_cache cache_keys fused_loops)
+$(TSAN_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TSAN_CFLAGS) -c $< -o $@
+$(TSAN_BUILD)/libtt_core.a: $(TSAN_OBJS)
+	ar rcs $@ $^
+$(TSAN_TESTS): $(TSAN_BUILD)/test_%: tests/c/test_%.c $(TSAN_BUILD)/libtt_core.a
+	$(CC) $(TSAN_CFLAGS) $< $(TSAN_BUILD)/libtt_core.a -ldl -lpthread -lm -o $@
+TSAN_RUN := TSAN_OPTIONS="halt_on_error=0 exitcode=66 suppressions=$(CURDIR)/tests/c/tsan.supp"
+$(TSAN_BUILD)/test_runtime: tests/c/test_runtime.c $(TSAN_BUILD)/libtt_core.a
+	$(CC) $(TSAN_CFLAGS) $< $(TSAN_BUILD)/libtt_core.a -ldl -lpthread -lm -o $@
+$(TSAN_BUILD)/fake_pjrt_plugin.so: tests/c/test_runtime.c
+	$(CC) $(TSAN_CFLAGS) -shared -DTT_FAKE_PLUGIN $< -o $@
+tsan: $(TSAN_TESTS) $(TSAN_BUILD)/test_runtime $(TSAN_BUILD)/fake_pjrt_plugin.so
+	$(TSAN_RUN) TT_BENCH_ITERS=200 $(TSAN_BUILD)/test_runtime $(PLUGIN) $(TSAN_BUILD)/fake_pjrt_plugin.so
+	$(TSAN_RUN) $(TSAN_BUILD)/test_core $(PLUGIN)
+	$(TSAN_RUN) $(TSAN_BUILD)/test_disk_cache $(PLUGIN)
+	$(TSAN_RUN) $(TSAN_BUILD)/test_cache_keys $(PLUGIN)
+	$(TSAN_RUN) $(TSAN_BUILD)/test_fused_loops $(PLUGIN)
+
+# test-reliability: the fault-injection and thread tests, fast and slow
+# (tests/python/test_fault_injection.py and test_concurrency.py run in
+# make test; tests/reliability/ holds the rest: ~6 minutes).
+test-reliability: build
+	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python/test_fault_injection.py \
+	  tests/python/test_concurrency.py tests/reliability
+
+# soak: minGPT in Fused eager for SOAK_STEPS steps (tools/soak.py): flat
+# memory, constant compile count, finite loss; JSON and PNG in $(BUILD).
+SOAK_STEPS ?= 10000
+soak: build
+	PYTHONPATH=$(CURDIR) $(PY) tools/soak.py --steps $(SOAK_STEPS) \
+	  --out $(BUILD)/soak.json --png $(BUILD)/soak.png
+# ---- end reliability ----
 
 # README.md's environment table, from the settings registry (csrc/core/settings.c).
 docs: build

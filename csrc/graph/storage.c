@@ -1,6 +1,8 @@
 #include "graph/storage.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,12 +114,27 @@ void tt_storage_drop(tt_storage *s) {
   tt_storage_release(s);
 }
 
+/* Swapping a storage's buffer and taking a reference to it for a host read
+ * hold one of these locks (chosen by the storage's address), so that a
+ * thread copying a tensor to the host never reads a buffer another thread's
+ * in-place write has just released (found by tests/python/test_concurrency.py:
+ * a use after free in PJRT_Buffer_IncreaseExternalReferenceCount). */
+#define BUFFER_LOCKS 64
+static pthread_mutex_t buffer_locks[BUFFER_LOCKS] = {[0 ... BUFFER_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_mutex_t *buffer_lock(const tt_storage *s) {
+  return &buffer_locks[((uintptr_t)s >> 4) % BUFFER_LOCKS];
+}
+
 void tt_storage_set_buffer(tt_storage *s, tt_buffer *buf) {
+  pthread_mutex_lock(buffer_lock(s));
   tt_buffer *old = s->buffer;
   s->buffer = buf;
+  pthread_mutex_unlock(buffer_lock(s));
   tt_buffer_release(old);
 }
 
+static pthread_mutex_t *buffer_lock(const tt_storage *s);
 static tt_error *read_bytes(tt_storage *s, void *dst, size_t nbytes);
 
 /* A host read waits anyway: the error words of the launches so far are read
@@ -133,21 +150,32 @@ tt_error *tt_storage_read_bytes(tt_storage *s, void *dst, size_t nbytes) {
 static tt_error *read_bytes(tt_storage *s, void *dst, size_t nbytes) {
   TT_TRY(tt_storage_sync(s, false));
   if (nbytes > s->nbytes) nbytes = s->nbytes;
-  if (!s->buffer) {
+  pthread_mutex_lock(buffer_lock(s));
+  tt_buffer *buf = tt_buffer_retain(s->buffer); /* ours while we read it */
+  pthread_mutex_unlock(buffer_lock(s));
+  if (!buf) {
     memset(dst, 0, nbytes);
     return NULL;
   }
-  size_t have = tt_buffer_nbytes(s->buffer);
-  if (have == nbytes) return tt_buffer_to_host(s->buffer, dst, nbytes);
-  char *tmp = malloc(have ? have : 1);
-  if (!tmp) return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory reading %zu bytes", have);
-  tt_error *err = tt_buffer_to_host(s->buffer, tmp, have);
-  if (!err) {
-    size_t n = have < nbytes ? have : nbytes;
-    memcpy(dst, tmp, n);
-    memset((char *)dst + n, 0, nbytes - n);
+  tt_error *err = NULL;
+  size_t have = tt_buffer_nbytes(buf);
+  if (have == nbytes) {
+    err = tt_buffer_to_host(buf, dst, nbytes);
+  } else {
+    char *tmp = malloc(have ? have : 1);
+    if (!tmp) {
+      err = tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory reading %zu bytes", have);
+    } else {
+      err = tt_buffer_to_host(buf, tmp, have);
+      if (!err) {
+        size_t n = have < nbytes ? have : nbytes;
+        memcpy(dst, tmp, n);
+        memset((char *)dst + n, 0, nbytes - n);
+      }
+      free(tmp);
+    }
   }
-  free(tmp);
+  tt_buffer_release(buf);
   return err;
 }
 
