@@ -145,17 +145,25 @@ def _to_device_hook(device, whole):
             from . import _graph
             cm = _graph.capture()
             cm.__enter__()
-            _open.append(cm)
+            _open_captures().append(cm)
         return _to(args, device), _to(kwargs, device)
     return hook
 
 
 def _end_capture_hook(module, args, kwargs, output):
-    if _open:
-        _open.pop().__exit__(None, None, None)
+    opened = _open_captures()
+    if opened:
+        opened.pop().__exit__(None, None, None)
 
 
-_open = []  # captures opened by the pre-hook; generate runs the forward on its thread
+_local = threading.local()
+
+
+def _open_captures():
+    # captures the pre-hook opened on this thread (generate runs the forward on its own thread)
+    if not hasattr(_local, "captures"):
+        _local.captures = []
+    return _local.captures
 
 
 def _whole_forward(model):
