@@ -30,6 +30,10 @@ devices):
   token-identical to CPU (the same logits, the same host code); sampling
   draws from the CPU generator, which `torch.manual_seed` seeds as well. The
   returned tensors are on the model's device, as before.
+* **One program per forward.** In Fused eager the forward is recorded as one
+  region (`torch_tpu._graph.capture()`): Fused eager's loop detection would
+  cut it between identical layers (3 programs for a 4-layer Llama, each a
+  compile of seconds on the first call).
 
 `torch_tpu.generation.configure(static_cache=False, host_loop=False)` turns
 either off for the process (both on by default).
@@ -135,10 +139,41 @@ def _wants_default_cache(model, generation_config, kwargs):
     return bool(supports()) if callable(supports) else False
 
 
-def _to_device_hook(device):
+def _to_device_hook(device, whole):
     def hook(module, args, kwargs):
+        if whole:  # one program per forward: Fused loop detection would cut between layers
+            from . import _graph
+            cm = _graph.capture()
+            cm.__enter__()
+            _open_captures().append(cm)
         return _to(args, device), _to(kwargs, device)
     return hook
+
+
+def _end_capture_hook(module, args, kwargs, output):
+    opened = _open_captures()
+    if opened:
+        opened.pop().__exit__(None, None, None)
+
+
+_local = threading.local()
+
+
+def _open_captures():
+    # captures the pre-hook opened on this thread (generate runs the forward on its own thread)
+    if not hasattr(_local, "captures"):
+        _local.captures = []
+    return _local.captures
+
+
+def _whole_forward(model):
+    """Record the forward as one Fused region (graph capture): in Fused eager
+    only, and not when the user compiled the forward (Dynamo's graphs are
+    already one program each)."""
+    from . import modes
+    if modes.get_eager_mode() != "fused":
+        return False
+    return not hasattr(model.forward, "_torchdynamo_orig_callable")
 
 
 def _move_result(out, device):
@@ -176,7 +211,10 @@ def _wrap(generate):
             inputs = inputs.to(cpu)
         kwargs = {k: (_to(v, cpu) if k not in ("cache", "past_key_values") else v)
                   for k, v in kwargs.items()}
-        handle = self.register_forward_pre_hook(_to_device_hook(device), with_kwargs=True)
+        whole = _whole_forward(self)
+        handle = self.register_forward_pre_hook(_to_device_hook(device, whole), with_kwargs=True)
+        end = self.register_forward_hook(_end_capture_hook, with_kwargs=True, always_call=True) \
+            if whole else None
         try:
             import warnings
             with warnings.catch_warnings():
@@ -186,6 +224,8 @@ def _wrap(generate):
                 out = generate(self, inputs, generation_config, **kwargs)
         finally:
             handle.remove()
+            if end is not None:
+                end.remove()
         return _move_result(out, device)
 
     tpu_generate._torch_tpu_wrapped = True
