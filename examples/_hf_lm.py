@@ -52,7 +52,7 @@ def main(arch, argv=None):
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--seq", type=int, default=64, help="training sequence length")
     p.add_argument("--new-tokens", type=int, default=32,
-                   help="tokens to generate after training (the first generate compiles per token)")
+                   help="tokens to generate after training (a static, bucketed key/value cache by default on tpu: torch_tpu/generation.py)")
     args = finish_args(p, argv)
     if args.smoke:
         args.layers, args.hidden, args.seq, args.batch, args.new_tokens = 2, 64, 32, 4, 4

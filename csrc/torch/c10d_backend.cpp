@@ -202,12 +202,11 @@ class TpuHostBackend : public c10d::Backend {
     return completed(tensors);
   }
 
-  WorkPtr allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-                    const c10d::AllgatherOptions& opts) override {
-    TORCH_CHECK(outputs.size() == inputs.size(),
-                "tpu backend: allgather needs one output list per input tensor");
-    TORCH_CHECK(!inputs.empty(), "tpu backend: allgather of no tensors");
-    check_same("all_gather", inputs[0]);
+  // Lists of outputs per input (all_gather, gather): stage every tensor
+  // through host memory, run the inner collective, copy results back.
+  template <typename Run>
+  WorkPtr staged_lists(std::vector<std::vector<at::Tensor>>& outputs,
+                       std::vector<at::Tensor>& inputs, Run run) {
     std::vector<Staged> in;
     for (auto& t : inputs) in.push_back(stage_in(t));
     std::vector<std::vector<Staged>> out(outputs.size());
@@ -217,7 +216,7 @@ class TpuHostBackend : public c10d::Backend {
       out_h[i] = hosts(out[i]);
     }
     auto in_h = hosts(in);
-    wait_inner(inner_->allgather(out_h, in_h, opts));
+    wait_inner(run(out_h, in_h));
     std::vector<at::Tensor> result;
     for (auto& list : out)
       for (auto& x : list) {
@@ -225,6 +224,18 @@ class TpuHostBackend : public c10d::Backend {
         result.push_back(x.user);
       }
     return completed(result);
+  }
+
+  WorkPtr allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                    const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "tpu backend: allgather needs one output list per input tensor");
+    TORCH_CHECK(!inputs.empty(), "tpu backend: allgather of no tensors");
+    check_same("all_gather", inputs[0]);
+    return staged_lists(outputs, inputs, [&](std::vector<std::vector<at::Tensor>>& o,
+                                             std::vector<at::Tensor>& i) {
+      return inner_->allgather(o, i, opts);
+    });
   }
 
   WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
@@ -266,23 +277,10 @@ class TpuHostBackend : public c10d::Backend {
 
   WorkPtr gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                  const c10d::GatherOptions& opts) override {
-    std::vector<Staged> in;
-    for (auto& t : inputs) in.push_back(stage_in(t));
-    std::vector<std::vector<Staged>> out(outputs.size());
-    std::vector<std::vector<at::Tensor>> out_h(outputs.size());
-    for (size_t i = 0; i < outputs.size(); i++) {
-      for (auto& t : outputs[i]) out[i].push_back(stage_out(t));
-      out_h[i] = hosts(out[i]);
-    }
-    auto in_h = hosts(in);
-    wait_inner(inner_->gather(out_h, in_h, opts));
-    std::vector<at::Tensor> result;
-    for (auto& list : out)
-      for (auto& x : list) {
-        write_back(x);
-        result.push_back(x.user);
-      }
-    return completed(result);
+    return staged_lists(outputs, inputs, [&](std::vector<std::vector<at::Tensor>>& o,
+                                             std::vector<at::Tensor>& i) {
+      return inner_->gather(o, i, opts);
+    });
   }
 
   WorkPtr scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,

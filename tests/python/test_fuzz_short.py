@@ -11,7 +11,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_fuzz_short_seeded_run(tmp_path):
-    env = dict(os.environ, PYTHONPATH=REPO, TORCH_TPU_FUZZ_CACHE_DIR=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=REPO, TT_FUZZ_CACHE_DIR=str(tmp_path))
     env.pop("TORCH_TPU_EAGER_MODE", None)  # the fuzzer sets each worker's mode
     p = subprocess.run([sys.executable, os.path.join(REPO, "tools", "fuzz", "fuzz.py"), "--seed", "7",
                         "--programs", "6", "--block", "2", "--timeout", "90"],

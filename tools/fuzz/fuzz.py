@@ -495,7 +495,7 @@ def main(argv=None):
     ap.add_argument("--max-ops", type=int, default=4)
     ap.add_argument("--timeout", type=float, default=120, help="seconds per program before a hang")
     ap.add_argument("--findings", default=None, help="append findings here (JSON lines)")
-    ap.add_argument("--cache-dir", default=os.environ.get("TORCH_TPU_FUZZ_CACHE_DIR", "/tmp/torch_tpu_fuzz_cache"))
+    ap.add_argument("--cache-dir", default=os.environ.get("TT_FUZZ_CACHE_DIR", "/tmp/torch_tpu_fuzz_cache"))
     ap.add_argument("--one-worker", action="store_true", help="one worker process alive at a time")
     ap.add_argument("--block", type=int, default=20, help="programs per eager mode in turn")
     ap.add_argument("--verbose", action="store_true")
