@@ -9,18 +9,15 @@ Asserts, after --warmup steps: device memory allocated stays within
 --mem-bound bytes of its first post-warm-up sample, host RSS grows by at
 most --rss-bound bytes, the compile count does not change, every loss is
 finite. Writes the samples and the verdict as JSON (--out) and a PNG plot
-(--png): with matplotlib when it is installed, else with the small raster
-plotter below (no dependency). Exit status 1 when an assertion fails.
+(--png, matplotlib). Exit status 1 when an assertion fails.
 
 `make soak` runs it (SOAK_STEPS=N for another length)."""
 import argparse
 import json
 import math
 import os
-import struct
 import sys
 import time
-import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -51,77 +48,6 @@ def device_bytes() -> int:
 
 # ---------------------------------------------------------------- plotting
 
-_FONT = {  # 3x5 digits for axis labels of the fallback plotter
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111",
-    "3": "111001111001111", "4": "101101111001001", "5": "111100111001111",
-    "6": "111100111101111", "7": "111001001001001", "8": "111101111101111",
-    "9": "111101111001111", ".": "000000000000010", "-": "000000111000000",
-    "e": "000111111100111", "M": "101111111101101", "+": "000010111010000",
-}
-
-
-def _png_plot(path, panels, width=900, height_each=180):
-    """panels: list of (title, xs, ys). Writes an RGB PNG with one line chart
-    per panel, min/max of y written at the left edge."""
-    h = height_each * len(panels)
-    img = bytearray(b"\xff" * (width * h * 3))
-
-    def put(x, y, c):
-        if 0 <= x < width and 0 <= y < h:
-            i = (y * width + x) * 3
-            img[i:i + 3] = bytes(c)
-
-    def text(x, y, s, c=(0, 0, 0)):
-        for ch in s:
-            g = _FONT.get(ch)
-            if g:
-                for k, bit in enumerate(g):
-                    if bit == "1":
-                        for dx in range(2):
-                            for dy in range(2):
-                                put(x + (k % 3) * 2 + dx, y + (k // 3) * 2 + dy, c)
-            x += 8
-
-    for p, (title, xs, ys) in enumerate(panels):
-        top = p * height_each + 10
-        bot = top + height_each - 25
-        left, right = 90, width - 10
-        for x in range(left, right):
-            put(x, bot, (0, 0, 0))
-        for y in range(top, bot):
-            put(left, y, (0, 0, 0))
-        pts = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y)]
-        if not pts:
-            continue
-        x0, x1 = min(x for x, _ in pts), max(x for x, _ in pts)
-        y0, y1 = min(y for _, y in pts), max(y for _, y in pts)
-        if y1 == y0:
-            y0, y1 = y0 - 1, y1 + 1
-        if x1 == x0:
-            x1 = x0 + 1
-        text(2, top, f"{y1:.4g}")
-        text(2, bot - 10, f"{y0:.4g}")
-        text(left + 4, bot + 6, f"{x0:.0f}")
-        text(right - 60, bot + 6, f"{x1:.0f}")
-        color = [(31, 119, 180), (214, 39, 40), (44, 160, 44), (148, 103, 189), (255, 127, 14)][p % 5]
-        prev = None
-        for x, y in pts:
-            px = left + int((x - x0) / (x1 - x0) * (right - left - 1))
-            py = bot - 1 - int((y - y0) / (y1 - y0) * (bot - top - 2))
-            if prev:
-                (ax, ay), n = prev, max(abs(px - prev[0]), abs(py - prev[1]), 1)
-                for k in range(n + 1):
-                    put(ax + (px - ax) * k // n, ay + (py - ay) * k // n, color)
-            prev = (px, py)
-    raw = b"".join(b"\x00" + bytes(img[r * width * 3:(r + 1) * width * 3]) for r in range(h))
-
-    def chunk(t, d):
-        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, h, 8, 2, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-
-
 def plot(path, samples):
     xs = [s["step"] for s in samples]
     panels = [("tpu memory_allocated (MiB)", xs, [s["memory_allocated"] / 2**20 for s in samples]),
@@ -129,13 +55,9 @@ def plot(path, samples):
               ("programs compiled or loaded", xs, [s["compiles"] for s in samples]),
               ("step time (ms)", xs, [s["step_ms"] for s in samples]),
               ("loss", xs, [s["loss"] for s in samples])]
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        _png_plot(path, panels)
-        return "builtin"
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.2 * len(panels)), sharex=True)
     for ax, (title, x, y) in zip(axes, panels):
         ax.plot(x, y)
