@@ -69,3 +69,42 @@ def test_sdpa_bf16_causal_strided_matches_cpu():
     want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     got = F.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
     assert_close(got, want, atol=1e-5, rtol=0.016)
+
+
+def test_batch_norm_with_update_bf16_strided_params_matches_cpu():
+    # seed 821375813011: parameters longer than a narrowed input's channel
+    # count; CPU's output shape then depends on their layout (undefined), so
+    # the fuzzer keeps them contiguous. Valid sizes, strided, match CPU.
+    torch.manual_seed(0)
+    x = torch.randn(5, 3, 5, dtype=torch.bfloat16)
+    views = [_every_other(torch.randn(3, dtype=torch.bfloat16), 0) for _ in range(3)]
+    rv, rvt = _every_other(torch.rand(3, dtype=torch.bfloat16) + 0.5, 0)
+    (b, bt), (rm, rmt) = views[1], views[2]
+    w = views[0][0].contiguous()
+    want = A._batch_norm_with_update(x, w, b, rm, rv, 0.5, 0.6)
+    got = A._batch_norm_with_update(x.to("tpu"), w.to("tpu"), bt, rmt, rvt, 0.5, 0.6)
+    assert_close(got[0], want[0], atol=1e-5, rtol=0.016)
+    assert_close(rmt, rm, atol=1e-5, rtol=0.016, what="running_mean")
+    assert_close(rvt, rv, atol=1e-5, rtol=0.016, what="running_var")
+
+
+def test_native_batch_norm_bf16_is_float32_rounded_once():
+    # seed 297304847666: bfloat16 training batch norm on a stride-0 input.
+    # tpu (the CPU kernel via the fallback, on a contiguous copy: the lowering
+    # declines bf16 training with bf16 weight/bias) lands within one bf16
+    # rounding of the float32 result; CPU's kernel on the stride-0 view itself
+    # is 0.11 from it there (on a contiguous copy 0.024 = one rounding), so
+    # the reference is CPU in float32, rounded to bfloat16.
+    torch.manual_seed(0)
+    x1 = torch.randn(1, 5, 5, dtype=torch.bfloat16)
+    w, b = torch.randn(5, dtype=torch.bfloat16), torch.randn(5, dtype=torch.bfloat16)
+    rm, rv = torch.randn(5, dtype=torch.bfloat16), torch.rand(5, dtype=torch.bfloat16) + 0.5
+    x2 = torch.randn(4, 5, 5, dtype=torch.bfloat16)
+    for x, xt in ((x1.expand(5, 5, 5), x1.to("tpu").expand(5, 5, 5)),
+                  (x2, x2.to("tpu"))):
+        want = A.native_batch_norm(x.float(), w.float(), b.float(), rm.float(), rv.float(),
+                                   True, 0.5, 0.6)[0].bfloat16()
+        got = A.native_batch_norm(xt, w.to("tpu"), b.to("tpu"), rm.to("tpu"), rv.to("tpu"),
+                                  True, 0.5, 0.6)[0]
+        # one bfloat16 rounding each side of the float32 value: within 1 ulp
+        assert_close(got, want, atol=1e-5, rtol=2 ** -7)
