@@ -108,3 +108,18 @@ def test_native_batch_norm_bf16_is_float32_rounded_once():
                                   True, 0.5, 0.6)[0]
         # one bfloat16 rounding each side of the float32 value: within 1 ulp
         assert_close(got, want, atol=1e-5, rtol=2 ** -7)
+
+
+def test_hfft2_float32_within_fft_rounding():
+    # seed 592388916991: 1.5e-5 apart from CPU against an atol of 1e-5. Both
+    # are within float32 FFT rounding of the float64 transform, which scales
+    # with max|output| * log2(numel) (the fuzzer's FFT tolerance).
+    import math
+    torch.manual_seed(0)
+    flat = torch.randn(1 + 5 * 6 * 7) * 3
+    x, xt = flat[1:].view(5, 6, 7), flat.to("tpu")[1:].view(5, 6, 7)
+    ref = torch.fft.hfft2(x.double(), dim=(-3, -2, -1))
+    got = torch.fft.hfft2(xt, dim=(-3, -2, -1))
+    bound = torch.finfo(torch.float32).eps * ref.abs().max().item() * math.log2(ref.numel())
+    assert (got.cpu().double() - ref).abs().max().item() <= bound
+    assert_close(got, torch.fft.hfft2(x, dim=(-3, -2, -1)), atol=bound, rtol=1.3e-6)
