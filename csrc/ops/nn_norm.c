@@ -296,6 +296,34 @@ static tt_error *lower_native_layer_norm_backward(tt_lower_ctx *c) {
 
 /* ------------------------------------------------------------ group norm */
 
+/* Whether ref's elements lie densely in storage in the dimension order
+ * order[0] (outermost) .. order[nd-1] (innermost); size-1 dims are free. */
+static bool ref_dense_in_order(const tt_tensor_ref *r, const int *order) {
+  int64_t want = 1;
+  for (int i = 0; i < r->ndim; i++)
+    if (r->sizes[i] == 0) return true;
+  for (int k = r->ndim - 1; k >= 0; k--) {
+    int d = order[k];
+    if (r->sizes[d] == 1) continue;
+    if (r->strides[d] != want) return false;
+    want *= r->sizes[d];
+  }
+  return true;
+}
+
+/* CPU's native_group_norm requires the input contiguous in its suggested
+ * memory format (plain, or channels-last for 4-d/5-d) and raises otherwise. */
+static bool group_norm_input_ok(const tt_tensor_ref *in) {
+  int plain[TT_MAX_DIMS] = {0}, cl[TT_MAX_DIMS] = {0};
+  for (int i = 0; i < in->ndim; i++) plain[i] = i;
+  if (ref_dense_in_order(in, plain)) return true;
+  if (in->ndim != 4 && in->ndim != 5) return false;
+  cl[0] = 0;
+  for (int i = 2; i < in->ndim; i++) cl[i - 1] = i;
+  cl[in->ndim - 1] = 1;
+  return ref_dense_in_order(in, cl);
+}
+
 /* native_group_norm(input, weight, bias, N, C, HxW, group, eps)
  *   -> (out, mean [N, G], rstd [N, G]). Like native_layer_norm, reached only
  * where the boundary routes it past PyTorch's CompositeExplicitAutograd kernel. */
@@ -307,6 +335,9 @@ static tt_error *lower_native_group_norm(tt_lower_ctx *c) {
   double eps = tt_lc_double(c, 7, 1e-5);
   if (!in || !in->storage || !tt_dtype_is_floating(in->dtype) || G <= 0 || N * C * HW == 0)
     return tt_lc_decline(c, "unsupported arguments");
+  if (!group_norm_input_ok(in))
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected X.is_contiguous(memory_format) to be true, but got false.");
   if (C % G != 0)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "Expected number of channels in input to be divisible by num_groups, but "
