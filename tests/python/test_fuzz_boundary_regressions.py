@@ -110,3 +110,23 @@ def test_multi_margin_loss_in_range():
                                      torch.tensor([0, 4, 2]))
     assert ck == tk == "ok"
     torch.testing.assert_close(tv.cpu(), cv)
+
+
+# A result dtype tpu tensors cannot hold (uint64, complex32) raises a
+# TypeError naming the dtype, as MPS does for float64, instead of quietly
+# returning a CPU tensor from a tpu op; CPU computes it from x.cpu().
+@pytest.mark.parametrize("fn,dtype", [(lambda x: torch.hash_tensor(x), "UInt64"),
+                                      (lambda x: x.chalf(), "ComplexHalf")])
+def test_unholdable_result_dtype_raises_type_error(fn, dtype):
+    x = torch.randn(4, 3)
+    (ck, cv, _), (tk, tv, _) = _both(fn, x)
+    assert ck == "ok"
+    assert tk == "err" and isinstance(tv, TypeError), tv
+    assert f"does not support dtype {dtype}" in str(tv)
+    torch.testing.assert_close(fn(x.to(DEV).cpu()), cv)
+
+
+def test_index_add_into_empty_dim_raises():
+    # seed 1099489436345: the empty-self shortcut ran before the device-side check
+    _same_error(lambda s, i, src: s.index_add(0, i, src, alpha=0), torch.zeros(0), torch.tensor([0]),
+                torch.ones(1), match="index out of range in self")
