@@ -234,6 +234,19 @@ static tt_error *lower_addmv(tt_lower_ctx *c) {
   TT_TRY(check_scalars(c, dt, 3, 4));
   TT_TRY(check_mv(c, 1, 2));
   tt_builder *b = tt_lc_builder(c);
+  const tt_tensor_ref *mat = tt_lc_ref(c, 1), *sr = tt_lc_ref(c, 0);
+  if (sr && mat && mat->sizes[0] * mat->sizes[1] == 0 && tt_lc_scalar_ref(c, 3) &&
+      tt_lc_scalar_value(c, 3) != 0) {
+    /* as CPU: an empty matrix and beta != 0 give beta * self in self's own
+     * shape (not broadcast to the product's: a 0-dim self stays 0-dim);
+     * beta == 0 gives zeros of the product's shape (the path below) */
+    tt_dtype acc = tt_opmath(dt);
+    tt_shape ss = tt_shape_make(acc, sr->ndim, sr->sizes);
+    tt_val self = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+    tt_val beta = tt_b_broadcast_to(b, tt_lc_scalar(c, 3, acc), ss.ndim, ss.dims);
+    tt_lc_output(c, tt_b_convert(b, tt_b_bin(b, TT_OP_MULTIPLY, beta, self), dt));
+    return NULL;
+  }
   return axpby(c, 0, 3, 4, mv_product(b, tt_lc_tensor(c, 1), tt_lc_tensor(c, 2), dt), dt);
 }
 

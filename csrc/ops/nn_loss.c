@@ -523,6 +523,11 @@ static tt_error *mm_prepare(tt_lower_ctx *c, int si, mm_setup *m) {
   int64_t d2[2] = {m->N, m->C}, d1[2] = {m->N, 1};
   m->x = tt_b_reshape(b, tt_lc_tensor(c, si), 2, d2);
   tt_val tv = tt_b_reshape(b, tt_lc_tensor(c, si + 1), 2, d1);
+  if (tt_lc_checks_on(c)) { /* device-side check: every target in [0, C) */
+    tt_val lo = tt_b_compare(b, "LT", tv, tt_b_full(b, tt_shape_make(TT_I64, 2, d1), 0));
+    tt_val hi = tt_b_compare(b, "GE", tv, tt_b_full(b, tt_shape_make(TT_I64, 2, d1), (double)m->C));
+    tt_lc_check(c, tt_b_bin(b, TT_OP_OR, lo, hi), TT_ERR_INVALID_ARGUMENT, "target out of range");
+  }
   tt_val cls = tt_b_iota(b, tt_shape_make(TT_I64, 2, d2), 1);
   m->onehot = tt_b_compare(b, "EQ", cls, tt_b_broadcast_to(b, tv, 2, d2));
   int64_t one = 1;

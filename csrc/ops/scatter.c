@@ -108,6 +108,10 @@ static tt_error *lower_index_add(tt_lower_ctx *c) {
       return tt_lc_decline(c, "source shape mismatch (torch raises)");
   tt_val x = tt_lc_tensor(c, 0);
   if (ix_numel_of(src->ndim, src->sizes) == 0 || ix_numel_of(self->ndim, self->sizes) == 0) {
+    /* a source with elements into a self whose dim has size 0: every
+     * index is out of range (CPU raises) */
+    if (ix_numel_of(src->ndim, src->sizes) > 0)
+      check_dim_index(c, self, dim, false, TT_ERR_INDEX, RANGE_IN_SELF);
     tt_lc_output(c, x);
     return NULL;
   }

@@ -501,6 +501,9 @@ static tt_error *lower_masked_scatter(tt_lower_ctx *c) {
   tt_val pos = tt_b_bin(b, TT_OP_SUBTRACT, prefix_sum(b, tt_b_convert(b, m, TT_I64)),
                            tt_b_full(b, ix_shape_of(TT_I64, 1, &n), 1));
   int64_t idims[2] = {n, 1}, zero = 0, one = 1;
+  if (tt_lc_checks_on(c)) /* device-side check: no more ones in mask than source elements */
+    tt_lc_check(c, tt_b_bin(b, TT_OP_AND, m, tt_b_compare(b, "GE", pos, tt_b_full(b, ix_shape_of(TT_I64, 1, &n), (double)sn))),
+                TT_ERR_INVALID_ARGUMENT, "Number of elements of source < number of ones in mask");
   pos = tt_b_reshape(b, pos, 2, idims); /* out of range (-1, or past source) clamps */
   tt_val flat_src = tt_b_reshape(b, tt_lc_tensor(c, 2), 1, &sn);
   tt_val taken = ix_emit_gather(b, flat_src, pos, NULL, 0, &zero, 1, &zero, 1, 1, &one,

@@ -6,6 +6,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addr_native.h>
 #include <torch/library.h>
 
 #include <cstdlib>
@@ -442,6 +443,17 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   } catch (const NotNative&) {
     return cpu_fallback(op, stack, name, "unsupported dtype or rank");
   }
+  // An out= tensor that is also an input (x.op_(y) reaching op.out(x, y,
+  // out=x)) is read-write: as PyTorch's TensorIterator does, it is never
+  // resized; a shape mismatch raises instead.
+  for (size_t i = 0; i < n; i++) {
+    if (!args[i].resizable || !(*stack)[args_begin + i].isTensor()) continue;
+    const at::Tensor& o = (*stack)[args_begin + i].toTensor();
+    for (size_t j = 0; j < n && args[i].resizable; j++) {
+      const c10::IValue& v = (*stack)[args_begin + j];
+      if (j != i && v.isTensor() && v.toTensor().is_same(o)) args[i].resizable = false;
+    }
+  }
   // complex values reach only the lowerings written for them
   if (arena.complex && !info.complex_native)
     return cpu_fallback(op, stack, name, "no complex lowering");
@@ -539,8 +551,24 @@ void reset_fallback_report() {
   fallback_counts.clear();
 }
 
+// addr_'s composite kernel calls addr.out(self, self, ...), whose composite
+// (math_addr_out) resizes out to the broadcast shape: self would grow where
+// CPU raises. In-place ops never resize self: check as CPU's addr_ does.
+static at::Tensor& tpu_addr_(at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2,
+                             const at::Scalar& beta, const at::Scalar& alpha) {
+  if (vec1.dim() == 1 && vec2.dim() == 1)
+    TORCH_CHECK(self.sizes() == c10::IntArrayRef({vec1.size(0), vec2.size(0)}),
+                "size mismatch, input: ", self.sizes(), ", v1: ", vec1.sizes(), ", v2: ",
+                vec2.sizes());
+  return at::native::addr_(self, vec1, vec2, beta, alpha);
+}
+
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("addr_", tpu_addr_);
 }
 
 // Some ops we lower have a CompositeExplicitAutograd kernel (convolution,
