@@ -824,8 +824,21 @@ static tt_error *flush_locked(tt_flush_reason reason) {
   return err;
 }
 
+/* Set while this thread flushes (holding R.lock): its storage reads and
+ * writes during the launch must not come back into the region. */
+static _Thread_local bool flushing;
+
+static tt_error *flush_locked_launch(tt_flush_reason reason);
+
 static tt_error *flush_locked_untraced(tt_flush_reason reason) {
   if (R.n_ops == 0) return NULL;
+  flushing = true;
+  tt_error *err = flush_locked_launch(reason);
+  flushing = false;
+  return err;
+}
+
+static tt_error *flush_locked_launch(tt_flush_reason reason) {
   R.stats.flushes[reason]++;
   dump_reason = reason;
   bool *is_output = calloc((size_t)(R.n_slots ? R.n_slots : 1), sizeof *is_output);
@@ -874,15 +887,11 @@ static tt_error *flush_locked_untraced(tt_flush_reason reason) {
     }
   }
   free(is_output);
-  /* Detach the storages first: launching reads and replaces their buffers
-   * through the ordinary storage functions, which must not flush again. */
-  for (int k = 0; k < R.n_slots; k++) {
-    tt_storage *s = R.slots[k].storage;
-    if (atomic_load(&s->region_slot) == k) {
-      atomic_store(&s->region_slot, -1);
-      atomic_store(&s->region_dirty, false);
-    }
-  }
+  /* The storages stay attached until the launch has replaced their buffers
+   * (reset_region detaches them): a thread reading one meanwhile finds it in
+   * the region and waits on R.lock for this flush, where a detached storage
+   * would hand it the old buffer, being donated, or none (zeros). This
+   * thread's own reads during the launch skip the sync hook (flushing). */
   if (!err) err = launch_region(rp, exe, donate);
   tt_executable_release(exe); /* the runtime keeps it until the launch completes */
   if (!err && R.replay_req) make_replay(rp, donate);
@@ -903,6 +912,7 @@ tt_error *tt_region_flush(tt_flush_reason reason) {
  * the open region, is about to be read (for_write false: it holds a pending
  * value) or replaced from outside. */
 static tt_error *region_storage_sync(tt_storage *s, bool for_write) {
+  if (flushing) return NULL; /* the launch of this thread's flush */
   pthread_mutex_lock(&R.lock);
   tt_error *err = NULL;
   if (slot_of(s) >= 0) err = flush_locked(for_write ? TT_FLUSH_WRITE : TT_FLUSH_HOST_READ);

@@ -62,6 +62,50 @@ def test_eight_threads_each_in_its_own_mode():
     assert out.strip().splitlines()[-1] == str(list(range(8)))
 
 
+# A thread reading a value its own Fused region produced, while another
+# thread flushes that region: until the flush kept the region's storages
+# attached through its launch, the reader found the storage detached and
+# read no buffer (zeros) or the old one being donated ("GetReadyFuture()
+# called on deleted or donated buffer"). Failed 3 runs in 3 before the fix
+# in csrc/graph/region.c; it made test_eight_threads_each_in_its_own_mode
+# fail 1 run in 3 in CI.
+FLUSH_RACE = """
+import threading, torch, torch_tpu
+errors, stop = [], threading.Event()
+def flusher():
+    while not stop.is_set():
+        torch_tpu.sync()
+def worker(i):
+    try:
+        g = torch.Generator().manual_seed(i)
+        with torch_tpu.eager_mode('fused'):
+            for it in range(300):
+                a = torch.randn(64, generator=g)
+                w = torch.randn(64, generator=g)
+                x, wt = a.to('tpu'), w.to('tpu')
+                wt.add_(x, alpha=0.5)            # in place: its buffer is donated
+                y = (x * 2 + 1).cumsum(0)[::3]   # new value, read at an offset
+                want_w, want_y = w + 0.5 * a, (a * 2 + 1).cumsum(0)[::3]
+                torch.testing.assert_close(y.cpu(), want_y, rtol=1e-5, atol=1e-5)
+                torch.testing.assert_close(wt.cpu(), want_w, rtol=1e-5, atol=1e-5)
+    except BaseException as e:
+        errors.append(f'worker {i}: {e!r}'[:400])
+f = threading.Thread(target=flusher, daemon=True); f.start()
+ws = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(3)]
+for t in ws: t.start()
+for t in ws: t.join(timeout=200)
+stop.set(); f.join(timeout=30)
+assert not any(t.is_alive() for t in ws + [f]), 'deadlock'
+assert not errors, '\\n'.join(errors)
+print('ok')
+"""
+
+
+def test_reads_while_another_thread_flushes_the_region():
+    out = run_python(FLUSH_RACE, timeout=300)
+    assert out.strip().splitlines()[-1] == "ok"
+
+
 READER_WRITER = """
 import threading, torch, torch_tpu
 t = torch.zeros(64, 64, device='tpu')
