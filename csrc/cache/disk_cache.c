@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cache/blake2b.h"
+#include "core/bytes_le.h"
 #include "core/settings.h"
 
 /* Temp files of other processes younger than this are writes in progress. */
@@ -50,16 +51,6 @@ void tt_disk_cache_key_name(const void *key, size_t key_len, char out[33]) {
   unsigned char h[16];
   tt_blake2b(key, key_len, h, sizeof h);
   to_hex(h, sizeof h, out);
-}
-
-static void put_le(unsigned char *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
 }
 
 static void checksum(const unsigned char *header, const void *key, size_t key_len,
@@ -460,12 +451,12 @@ const char *tt_disk_cache_validate(const void *entry, size_t size, char why[160]
     return why;
   }
   if (memcmp(data, TT_DISK_CACHE_MAGIC, 8) != 0) return "not a torch_tpu cache entry (bad magic)";
-  uint32_t version = (uint32_t)get_le(data + 8, 4);
+  uint32_t version = (uint32_t)tt_get_le(data + 8, 4);
   if (version != TT_DISK_CACHE_VERSION) {
     snprintf(why, 160, "format version %u, expected %u", version, TT_DISK_CACHE_VERSION);
     return why;
   }
-  uint64_t klen = get_le(data + 16, 8), blen = get_le(data + 24, 8);
+  uint64_t klen = tt_get_le(data + 16, 8), blen = tt_get_le(data + 24, 8);
   uint64_t body = size - TT_DISK_CACHE_HEADER_SIZE;
   if (klen > body || blen != body - klen) {
     snprintf(why, 160, "truncated: %zu bytes, header says %llu + %llu + %llu", size,
@@ -587,9 +578,9 @@ tt_error *tt_disk_cache_put(tt_disk_cache *c, const void *key, size_t key_len, c
                         (unsigned long long)total, (unsigned long long)c->max_bytes);
   unsigned char header[TT_DISK_CACHE_HEADER_SIZE] = {0};
   memcpy(header, TT_DISK_CACHE_MAGIC, 8);
-  put_le(header + 8, TT_DISK_CACHE_VERSION, 4);
-  put_le(header + 16, key_len, 8);
-  put_le(header + 24, blob_len, 8);
+  tt_put_le(header + 8, TT_DISK_CACHE_VERSION, 4);
+  tt_put_le(header + 16, key_len, 8);
+  tt_put_le(header + 24, blob_len, 8);
   checksum(header, key, key_len, blob, blob_len, header + 32);
 
   char name[33 + sizeof TT_DISK_CACHE_SUFFIX];

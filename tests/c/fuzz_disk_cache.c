@@ -22,21 +22,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/bytes_le.h"
 #include "cache/blake2b.h"
 #include "cache/disk_cache.h"
 #include "cache/disk_cache_inspect.h"
 
 static char root[256];
-
-static void put_le(unsigned char *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
 
 static void rm_tree(const char *dir) {
   DIR *d = opendir(dir);
@@ -73,11 +64,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t key_len = sizeof fixed_key - 1;
   if (repair && n >= TT_DISK_CACHE_HEADER_SIZE) {
     memcpy(e, TT_DISK_CACHE_MAGIC, 8);
-    put_le(e + 8, TT_DISK_CACHE_VERSION, 4);
+    tt_put_le(e + 8, TT_DISK_CACHE_VERSION, 4);
     size_t body = n - TT_DISK_CACHE_HEADER_SIZE;
-    uint64_t klen = get_le(e + 16, 8) % (body + 1);
-    put_le(e + 16, klen, 8);
-    put_le(e + 24, body - klen, 8);
+    uint64_t klen = tt_get_le(e + 16, 8) % (body + 1);
+    tt_put_le(e + 16, klen, 8);
+    tt_put_le(e + 24, body - klen, 8);
     tt_blake2b_state s;
     tt_blake2b_init(&s, 8);
     tt_blake2b_update(&s, e, 32);
