@@ -24,14 +24,14 @@ import time
 
 from . import _C
 
-# The discovery rule of csrc/pjrt/runtime.c (tt_runtime_find_plugin): the
-# variable if set; else, in this order, each of these relative paths under
-# every sys.path entry, first found wins.
+# The discovery rule is csrc/pjrt/runtime.c's (tt_runtime_find_plugin): the
+# variable if set; else the candidates _C._plugin_candidates lists, in its
+# order, first found wins. Here only: which package ships each plugin.
 PLUGIN_VAR = "TORCH_TPU_PJRT_PLUGIN"
-PLUGIN_CANDIDATES = [
-    ("libtpu", "libtpu/libtpu.so", ("libtpu", "libtpu-nightly")),
-    ("xla-cpu-pjrt", "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so", ("xla-cpu-pjrt",)),
-]
+PLUGIN_PACKAGES = {
+    "libtpu/libtpu.so": ("libtpu", ("libtpu", "libtpu-nightly")),
+    "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so": ("xla-cpu-pjrt", ("xla-cpu-pjrt",)),
+}
 PROBE_TIMEOUT_S = 180
 
 
@@ -101,12 +101,10 @@ def _readable_file(path):
 def discover_plugin(environ, search_dirs):
     """The plugin the core will load, why, and the candidates not taken."""
     found = []
-    for label, rel, pkgs in PLUGIN_CANDIDATES:
-        for d in search_dirs:
-            p = os.path.join(d, rel)
-            if d and _readable_file(p):
-                pkg, ver = _package_version(pkgs)
-                found.append({"name": label, "path": p, "package": pkg, "version": ver})
+    for rel, p in _C._plugin_candidates([d for d in search_dirs if d]):
+        label, pkgs = PLUGIN_PACKAGES.get(rel, (rel, ()))
+        pkg, ver = _package_version(pkgs)
+        found.append({"name": label, "path": p, "package": pkg, "version": ver})
     env = environ.get(PLUGIN_VAR, "")
     if env:
         ok = _readable_file(env)

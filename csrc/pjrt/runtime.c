@@ -217,6 +217,43 @@ static tt_error *copy_out(const char *path, char *out, size_t out_size) {
   return NULL;
 }
 
+/* libtpu anywhere on the path beats the CPU plugin anywhere on the path. */
+static const char *const plugin_rel_paths[] = {"libtpu/libtpu.so",
+                                               "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"};
+
+int tt_runtime_plugin_candidates(const char *const *search_dirs,
+                                 void (*fn)(void *ctx, const char *rel, const char *path),
+                                 void *ctx) {
+  char path[4096];
+  int n_found = 0;
+  for (size_t r = 0; r < sizeof plugin_rel_paths / sizeof plugin_rel_paths[0]; r++) {
+    for (const char *const *d = search_dirs; d && *d; d++) {
+      if (!**d) continue;
+      int n = snprintf(path, sizeof path, "%s/%s", *d, plugin_rel_paths[r]);
+      if (n > 0 && (size_t)n < sizeof path && is_readable_file(path)) {
+        if (fn) fn(ctx, plugin_rel_paths[r], path);
+        n_found++;
+      }
+    }
+  }
+  return n_found;
+}
+
+typedef struct {
+  char *out;
+  size_t out_size;
+  tt_error *err;
+  bool found;
+} first_candidate;
+
+static void take_first(void *ctx, const char *rel, const char *path) {
+  (void)rel;
+  first_candidate *f = ctx;
+  if (f->found) return;
+  f->found = true;
+  f->err = copy_out(path, f->out, f->out_size);
+}
+
 tt_error *tt_runtime_find_plugin(const char *const *search_dirs, char *out, size_t out_size) {
   char env[4096];
   TT_TRY(tt_setting_path(TT_SETTING_PJRT_PLUGIN, env, sizeof env));
@@ -226,17 +263,9 @@ tt_error *tt_runtime_find_plugin(const char *const *search_dirs, char *out, size
                           TT_PLUGIN_ENV, env, errno ? strerror(errno) : "not a regular file");
     return copy_out(env, out, out_size);
   }
-  /* libtpu anywhere on the path beats the CPU plugin anywhere on the path. */
-  static const char *const rel[] = {"libtpu/libtpu.so", "xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"};
-  char path[4096];
-  for (size_t r = 0; r < sizeof rel / sizeof rel[0]; r++) {
-    for (const char *const *d = search_dirs; d && *d; d++) {
-      if (!**d) continue;
-      int n = snprintf(path, sizeof path, "%s/%s", *d, rel[r]);
-      if (n > 0 && (size_t)n < sizeof path && is_readable_file(path))
-        return copy_out(path, out, out_size);
-    }
-  }
+  first_candidate f = {out, out_size, NULL, false};
+  tt_runtime_plugin_candidates(search_dirs, take_first, &f);
+  if (f.found) return f.err;
   return tt_error_new(TT_ERR_PLUGIN,
                       "no PJRT plugin found: set %s to a plugin .so, or install libtpu "
                       "(libtpu/libtpu.so) or xla-cpu-pjrt "

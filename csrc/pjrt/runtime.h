@@ -28,6 +28,16 @@ typedef struct tt_executable tt_executable; /* ref-counted loaded executable */
  * site-packages directories to look in (the Python layer passes sys.path). */
 tt_error *tt_runtime_find_plugin(const char *const *search_dirs, char *out, size_t out_size);
 
+/* The plugin files that search considers (TORCH_TPU_PJRT_PLUGIN aside), in
+ * its order of preference, the first being the one it takes: for each known
+ * plugin (libtpu, then xla-cpu-pjrt), each search directory holding a
+ * readable file at the plugin's relative path. Calls fn (may be NULL) per
+ * candidate with that relative path, which names the plugin, and the full
+ * path, passing ctx through. Returns the number of candidates. */
+int tt_runtime_plugin_candidates(const char *const *search_dirs,
+                                 void (*fn)(void *ctx, const char *rel, const char *path),
+                                 void *ctx);
+
 /* Loads the plugin at plugin_path, checks its API version (refuses < 0.57
  * with a message naming both versions), initializes it and creates a client.
  * num_cpu_devices is passed as cpu_device_count to CPU plugins (ignored by

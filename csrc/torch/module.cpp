@@ -224,6 +224,21 @@ PYBIND11_MODULE(_C, m) {
     ensure_initialized();
     return std::string(tt_runtime_plugin_path(tt_core_runtime()));
   });
+  // The discovery rule's candidates in its order (doctor.py): (relative
+  // path naming the plugin, full path) for each search directory holding it.
+  m.def("_plugin_candidates", [](const std::vector<std::string>& dirs) {
+    std::vector<const char*> ptrs;
+    for (auto& d : dirs) ptrs.push_back(d.c_str());
+    ptrs.push_back(nullptr);
+    std::vector<std::pair<std::string, std::string>> found;
+    tt_runtime_plugin_candidates(
+        ptrs.data(),
+        [](void* ctx, const char* rel, const char* path) {
+          static_cast<std::vector<std::pair<std::string, std::string>>*>(ctx)->emplace_back(rel, path);
+        },
+        &found);
+    return found;
+  });
   m.def("_plugin_fingerprint", []() {
     ensure_initialized();
     return std::string(tt_runtime_fingerprint(tt_core_runtime()));
