@@ -69,7 +69,21 @@ $(META_STAMP): pyproject.toml $(DEPS_STAMP)
 	  --config-settings editable_mode=compat -e .
 	touch $@
 
-build: $(DEPS_STAMP) $(META_STAMP) $(EXTENSION) $(BUILD)/test_core $(BUILD)/test_disk_cache
+build: $(DEPS_STAMP) $(META_STAMP) $(EXTENSION) $(BUILD)/test_core $(BUILD)/test_disk_cache \
+       $(BUILD)/tpurun $(BUILD)/runner_example
+
+# The runner (include/torch_tpu/runner.h, docs/export.md): exported
+# artifacts run from C over the PJRT runtime; no Python, no libtorch.
+# libtt_runner.a holds it with the core and pjrt floors it stands on.
+RUNNER_OBJS := $(addprefix $(BUILD)/csrc/runner/,json.o tensor_files.o runner.o)
+RUNNER_LIB := $(BUILD)/libtt_runner.a
+$(BUILD)/csrc/runner/%.o: CFLAGS += -Iinclude
+$(RUNNER_LIB): $(RUNNER_OBJS) $(filter $(BUILD)/csrc/core/% $(BUILD)/csrc/pjrt/%,$(CORE_OBJS))
+	ar rcs $@ $^
+$(BUILD)/tpurun: $(BUILD)/csrc/runner/tpurun.o $(RUNNER_LIB)
+	$(CC) $(CFLAGS) $^ -ldl -lpthread -lm -o $@
+$(BUILD)/runner_example: examples/runner_example.c $(RUNNER_LIB)
+	$(CC) $(CFLAGS) -Iinclude $^ -ldl -lpthread -lm -o $@
 
 $(BUILD)/test_core: tests/c/test_core.c $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
