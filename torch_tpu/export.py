@@ -16,12 +16,14 @@ a directory (format in docs/export.md):
 ``build/tpurun`` and the C API ``include/torch_tpu/runner.h`` run it with no
 Python.
 """
+import copy
 import inspect
 import itertools
 import json
 import os
 
 import torch
+from torch.export.passes import move_to_device_pass
 from torch.utils import _pytree as pytree
 
 from . import _C
@@ -246,7 +248,9 @@ def export(model, example_inputs, path, dynamic_shapes=None, *, executables=True
             for dim, size in dims.items():
                 ins[i] = _resize(ins[i], dim, size)
         b_args, b_kwargs = tuple(ins[:len(args)]), dict(zip(kwargs, ins[len(args):]))
-        ep = model if is_ep else torch.export.export(model, b_args, b_kwargs)
+        ep = copy.deepcopy(model) if is_ep else torch.export.export(model, b_args, b_kwargs)
+        # device kwargs and metadata assertions the trace burnt in name cpu
+        ep = move_to_device_pass(ep, {"cpu": "tpu:0"})
         gm = ep.module()
         plan, out_names, outs, weight_names, arg_tensors = _capture_program(gm, b_args, b_kwargs, names)
         entry = _program_entry(plan, weight_names, arg_tensors, len(weight_names), outs, b)

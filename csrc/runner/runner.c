@@ -623,7 +623,7 @@ ttr_error *ttr_run(ttr_model *m, const ttr_tensor *inputs, int n_inputs, ttr_out
   if (!res) return E(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   tt_error *err = run(m, inputs, n_inputs, res);
   if (err) {
-    res->n = m->n_outputs;
+    res->n = res->tensors ? m->n_outputs : 0; /* outputs copied before the error are freed */
     ttr_outputs_free(res);
     return ERR(err);
   }
