@@ -84,6 +84,8 @@ $(BUILD)/tpurun: $(BUILD)/csrc/runner/tpurun.o $(RUNNER_LIB)
 	$(CC) $(CFLAGS) $^ -ldl -lpthread -lm -o $@
 $(BUILD)/runner_example: examples/runner_example.c $(RUNNER_LIB)
 	$(CC) $(CFLAGS) -Iinclude $^ -ldl -lpthread -lm -o $@
+$(BUILD)/test_runner: tests/c/test_runner.c $(RUNNER_LIB)
+	$(CC) $(CFLAGS) -Iinclude $^ -ldl -lpthread -lm -o $@
 
 $(BUILD)/test_core: tests/c/test_core.c $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
@@ -114,8 +116,9 @@ VALGRIND_MEMCHECK = TT_BENCH_ITERS=3 valgrind --error-exitcode=99 --leak-check=f
   --errors-for-leak-kinds=definite,indirect,possible --suppressions=tests/c/valgrind.supp
 MEMCHECK = $(if $(shell command -v valgrind),$(VALGRIND_MEMCHECK))
 
-test-c: build $(CORE_TESTS)
+test-c: build $(CORE_TESTS) $(BUILD)/test_runner
 	$(BUILD)/test_core $(PLUGIN)
+	$(MEMCHECK) $(BUILD)/test_runner $(PLUGIN) tests/c/fixtures/runner_tiny
 	$(MEMCHECK) $(BUILD)/test_lowering_golden
 	$(BUILD)/test_cache_keys $(PLUGIN)
 	$(BUILD)/test_fused_loops $(PLUGIN)

@@ -264,7 +264,7 @@ def export(model, example_inputs, path, dynamic_shapes=None, *, executables=True
             exe_file = f"exe_{b}_0.pjrt"
             with open(os.path.join(path, exe_file), "wb") as f:
                 f.write(blob)
-            entry["executables"].append({"fingerprint": _C._plugin_fingerprint(), "file": exe_file})
+            entry["executables"].append({"fingerprint": executable_key(), "file": exe_file})
         programs.append(entry)
         outputs = [{"name": n, "dtype": _dtype_name(t.dtype)} for n, t in zip(out_names, outs)]
     from safetensors.torch import save_file
@@ -295,6 +295,27 @@ def export(model, example_inputs, path, dynamic_shapes=None, *, executables=True
     with open(os.path.join(path, "signature.json"), "w") as f:
         json.dump(sig, f, indent=1)
     return sig
+
+
+def executable_key():
+    """What stored executables are keyed by (csrc/runner/runner.c computes
+    the same): the plugin's fingerprint and, on the CPU plugin, an FNV-1a
+    64 hash of /proc/cpuinfo's first flags line (XLA:CPU compiles for the
+    host's instruction set)."""
+    fp = _C._plugin_fingerprint()
+    if _C._platform_name() != "cpu":
+        return fp
+    h = 0xcbf29ce484222325
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"flags"):
+                    for c in line.rstrip(b"\n"):
+                        h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+                    break
+    except OSError:
+        pass
+    return f"{fp}|cpu-flags:{h:016x}"
 
 
 def _stablehlo_version():
@@ -350,7 +371,7 @@ class ExportedModel:
             else:
                 params.append(("value", -1, p["dtype"], 1, bytes.fromhex(p["hex"])))
         blob = None
-        fp = _C._plugin_fingerprint()
+        fp = executable_key()
         for e in prog.get("executables", []):
             if e["fingerprint"] == fp:
                 with open(os.path.join(self.path, e["file"]), "rb") as f:

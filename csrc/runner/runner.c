@@ -61,6 +61,7 @@ typedef struct {
 
 struct ttr_model {
   ttr_plugin *plugin;
+  bool compile_only; /* ignore stored executables */
   char *dir;
   io *inputs, *outputs;
   int n_inputs, n_outputs;
@@ -305,6 +306,29 @@ static tt_error *read_param(ttr_model *m, const ttj_node *n, param *p, const ttr
   return NULL;
 }
 
+/* What stored executables are keyed by: the plugin's fingerprint, and on
+ * the CPU plugin the host's CPU flags (XLA:CPU compiles for the host's
+ * instruction set; another machine's executable may not run here), as
+ * FNV-1a 64 of /proc/cpuinfo's first "flags" line. torch_tpu/export.py
+ * computes the same key. */
+static void executable_key(const ttr_plugin *p, char *out, size_t size) {
+  const char *fp = tt_runtime_fingerprint(p->rt);
+  if (strcmp(tt_runtime_platform_name(p->rt), "cpu") != 0) {
+    snprintf(out, size, "%s", fp ? fp : "");
+    return;
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[8192];
+  while (f && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "flags", 5) != 0) continue;
+    for (const char *c = line; *c && *c != '\n'; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    break;
+  }
+  if (f) fclose(f);
+  snprintf(out, size, "%s|cpu-flags:%016llx", fp ? fp : "", (unsigned long long)h);
+}
+
 static tt_error *read_program(ttr_model *m, const ttj_node *n, program *pr, const ttr_safetensors *st,
                               int max_weights) {
   const char *file = ttj_str(ttj_get(n, "file"));
@@ -351,11 +375,12 @@ static tt_error *read_program(ttr_model *m, const ttj_node *n, program *pr, cons
     pr->n_checks++;
     if (!pr->checks[i].op || !pr->checks[i].message) return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  const char *fp = tt_runtime_fingerprint(m->plugin->rt);
+  char fp[1024];
+  executable_key(m->plugin, fp, sizeof fp);
   for (int e = 0; exes && e < exes->n_items; e++) {
     const char *efp = ttj_str(ttj_get(&exes->items[e], "fingerprint")),
                *efile = ttj_str(ttj_get(&exes->items[e], "file"));
-    if (efp && efile && fp && strcmp(efp, fp) == 0 && !strchr(efile, '/')) {
+    if (efp && efile && strcmp(efp, fp) == 0 && !strchr(efile, '/')) {
       pr->exe_file = strdup(efile);
       break;
     }
@@ -453,6 +478,7 @@ int ttr_input_dtype(const ttr_model *m, int i) { return i >= 0 && i < m->n_input
 const char *ttr_output_name(const ttr_model *m, int k) { return k >= 0 && k < m->n_outputs ? m->outputs[k].name : NULL; }
 int ttr_output_dtype(const ttr_model *m, int k) { return k >= 0 && k < m->n_outputs ? (int)m->outputs[k].dtype : -1; }
 int ttr_num_programs(const ttr_model *m) { return m->n_programs; }
+void ttr_model_compile_only(ttr_model *m, int on) { m->compile_only = on != 0; }
 
 int ttr_program_input_dims(const ttr_model *m, int b, int i, int64_t *dims) {
   if (b < 0 || b >= m->n_programs || i < 0 || i >= m->n_inputs) return -1;
@@ -465,7 +491,7 @@ int ttr_program_input_dims(const ttr_model *m, int b, int i, int64_t *dims) {
 static tt_error *ensure_executable(ttr_model *m, program *pr) {
   if (pr->exe) return NULL;
   char file[4096];
-  if (pr->exe_file) { /* compiled at export for this plugin: load it, else compile */
+  if (pr->exe_file && !m->compile_only) { /* compiled at export for this plugin: load it, else compile */
     snprintf(file, sizeof file, "%s/%s", m->dir, pr->exe_file);
     char *bytes = NULL;
     size_t len = 0;

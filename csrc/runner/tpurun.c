@@ -1,12 +1,13 @@
 /* tpurun: runs a torch_tpu.export artifact on .npy inputs with no Python
  * and no libtorch, through the runner API (include/torch_tpu/runner.h).
  *
- *   tpurun ARTIFACT IN0.npy IN1.npy ... -o OUTDIR [--plugin PATH] [--iters N]
+ *   tpurun ARTIFACT IN0.npy IN1.npy ... -o OUTDIR [--plugin PATH] [--iters N] [--compile]
  *
  * Writes OUTDIR/out0.npy, out1.npy, ... (outputs in signature order) and
  * prints the first run's time (which compiles the program, or loads the
  * executable stored for this plugin) and the steady-state median over N
- * more runs (default 10). Exit status 0, or 1 with the error on stderr. */
+ * more runs (default 10). --compile ignores executables stored in the
+ * artifact (compiles the text). Exit status 0, or 1 with the error on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: tpurun ARTIFACT IN0.npy IN1.npy ... -o OUTDIR [--plugin PATH] [--iters N]\n");
+  fprintf(stderr, "usage: tpurun ARTIFACT IN0.npy IN1.npy ... -o OUTDIR [--plugin PATH] [--iters N] [--compile]\n");
   return 2;
 }
 
@@ -41,12 +42,13 @@ static int fail_tt(tt_error *err) {
 int main(int argc, char **argv) {
   const char *artifact = NULL, *outdir = NULL, *plugin_path = NULL;
   const char **in_paths = calloc((size_t)argc, sizeof *in_paths);
-  int n_in = 0, iters = 10;
+  int n_in = 0, iters = 10, compile_only = 0;
   if (!in_paths) return 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) outdir = argv[++i];
     else if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc) plugin_path = argv[++i];
     else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--compile") == 0) compile_only = 1;
     else if (argv[i][0] == '-') {
       free(in_paths);
       return usage();
@@ -82,6 +84,7 @@ int main(int argc, char **argv) {
   if ((err = ttr_open(plugin_path, &plugin))) goto done;
   double t1 = now();
   if ((err = ttr_load(plugin, artifact, &model))) goto done;
+  ttr_model_compile_only(model, compile_only);
   double t2 = now();
   if ((err = ttr_run(model, inputs, n_in, &outs))) goto done;
   double t3 = now();

@@ -78,8 +78,14 @@ const char *ttr_plugin_fingerprint(const ttr_plugin *plugin);
  * exported for ("plugin too old" otherwise), and every weight's dtype and
  * size; uploads the weights to device 0. Programs are compiled (or loaded
  * from an executable stored for this plugin's fingerprint) on their first
- * run. *out is the caller's (ttr_model_free); it keeps `plugin` in use. */
+ * run; stored executables are keyed by the plugin's fingerprint and, on
+ * the CPU plugin, the host's CPU flags. *out is the caller's
+ * (ttr_model_free); it keeps `plugin` in use. */
 ttr_error *ttr_load(ttr_plugin *plugin, const char *path, ttr_model **out);
+/* on != 0: programs not run yet are compiled from their text even where
+ * the artifact stores an executable for this plugin and host (a debugging
+ * aid: valgrind, for one, reports other CPU features than the host's). */
+void ttr_model_compile_only(ttr_model *model, int on);
 /* Frees the model and its device buffers. Accepts NULL. */
 void ttr_model_free(ttr_model *model);
 
