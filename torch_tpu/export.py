@@ -173,7 +173,8 @@ def _program_entry(plan, weight_names, arg_tensors, n_weights, outs, index):
             raise RuntimeError("torch_tpu.export: the graph draws random numbers (dropout in "
                                "training mode?); call model.eval() before exporting")
         if donated:
-            raise RuntimeError("torch_tpu.export: the graph writes one of its inputs or buffers")
+            raise RuntimeError("torch_tpu.export: the graph writes one of its inputs or buffers "
+                               "(a BatchNorm in training mode?); call model.eval() before exporting")
         if kind == "value":
             size = torch.empty((), dtype=_DTYPES[dtype]).element_size()
             params.append({"kind": "value", "dtype": dtype, "shape": [], "hex": raw[:size].hex()})

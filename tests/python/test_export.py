@@ -242,15 +242,22 @@ def test_errors(artifacts, tmp_path):
     assert res.returncode == 1 and "tpurun:" in res.stderr, res.stderr
 
 
-def test_graph_with_host_read_is_refused(tmp_path):
-    class HostRead(nn.Module):
-        def forward(self, x):
-            return x * 2 + 1
-
-    # an exported graph that is one program exports; a module whose forward
-    # reads a value on the host cannot be exported by torch.export at all,
-    # so the split is provoked with an ExportedProgram of a CPU-only op
-    sig = torch_tpu.export(HostRead(), (torch.randn(3),), str(tmp_path / "ok"))
-    assert len(sig["programs"]) == 1
+def test_training_graphs_are_refused(tmp_path):
+    # a graph that updates its buffers (BatchNorm's running statistics) or
+    # draws random numbers (dropout) in training mode is not an inference
+    # program: export says so and names model.eval()
+    bn = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).train()
+    with pytest.raises(RuntimeError, match=r"writes one of its inputs or buffers.*model.eval\(\)"):
+        torch_tpu.export(bn, (torch.randn(5, 4),), str(tmp_path / "bn"))
+    drop = nn.Sequential(nn.Linear(4, 3), nn.Dropout(0.5)).train()
+    with pytest.raises(RuntimeError, match=r"random numbers.*model.eval\(\)"):
+        torch_tpu.export(drop, (torch.randn(5, 4),), str(tmp_path / "drop"))
     with pytest.raises(TypeError, match="example inputs must be tensors"):
-        torch_tpu.export(HostRead(), (3,), str(tmp_path / "bad"))
+        torch_tpu.export(bn.eval(), (3,), str(tmp_path / "bad"))
+    # the same models in eval mode export and match CPU
+    sig = torch_tpu.export(bn.eval(), (torch.randn(5, 4),), str(tmp_path / "ok"))
+    assert len(sig["programs"]) == 1
+    x = torch.randn(5, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(torch_tpu.load(str(tmp_path / "ok"))(x).cpu(), bn(x),
+                                   rtol=1e-5, atol=1e-5)
