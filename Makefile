@@ -312,4 +312,4 @@ docs: build
 clean:
 	rm -rf $(BUILD) $(EXTENSION)
 
--include $(CORE_OBJS:.o=.d) $(CXX_OBJS:.o=.d)
+-include $(CORE_OBJS:.o=.d) $(CXX_OBJS:.o=.d) $(RUNNER_OBJS:.o=.d) $(BUILD)/csrc/runner/tpurun.d

@@ -160,9 +160,12 @@ def _capture_program(gm, args, kwargs, names):
         arg_tensors = list(weights.values()) + flat_in
         plan = _C._capture_end_export(arg_tensors, outs)
     if isinstance(plan, str):
-        raise RuntimeError(f"torch_tpu.export: the graph did not run as one program: {plan} "
-                           "(an op needing a host value or a CPU fallback splits it; see "
-                           "torch_tpu.debug.fallback_report())")
+        hint = ("the model keeps a tensor it computed (a cache attribute?)"
+                if "neither a graph output" in plan else
+                "an op needing a host value or a CPU fallback splits the graph; see "
+                "torch_tpu.debug.fallback_report()")
+        raise RuntimeError(f"torch_tpu.export: the graph is not one exportable program: {plan} "
+                           f"({hint})")
     return plan, out_names, outs, weight_names, arg_tensors
 
 
@@ -238,8 +241,9 @@ def export(model, example_inputs, path, dynamic_shapes=None, *, executables=True
     if is_ep and len(buckets) > 1:
         raise ValueError("torch_tpu.export: dynamic_shapes needs the nn.Module (each bucket is "
                          "exported at its own sizes)")
-    if isinstance(model, torch.nn.Module):
-        model = model.cpu()
+    if isinstance(model, torch.nn.Module) and any(
+            t.device.type != "cpu" for t in itertools.chain(model.parameters(), model.buffers())):
+        model = copy.deepcopy(model).cpu()  # traced on CPU; the caller's model stays where it is
     _C._init()
     os.makedirs(path, exist_ok=True)
     programs, all_weights, outputs = [], {}, None

@@ -7,6 +7,7 @@ and both are compared with PyTorch's CPU eager outputs. Error cases: a
 missing or malformed artifact, wrong input shapes and dtypes, a plugin whose
 StableHLO is older than the artifact's, a graph that is not one program.
 """
+import copy
 import json
 import os
 import shutil
@@ -237,6 +238,12 @@ def test_errors(artifacts, tmp_path):
         json.dump(s, f)
     res = _tpurun(old, (x,), str(tmp_path / "o7"))
     assert res.returncode == 1 and "plugin too old" in res.stderr, res.stderr
+    # the C API example runs the artifact on inputs of its shapes
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in __import__("sys").path if p))
+    ex = subprocess.run([os.path.join(ROOT, "build", "runner_example"), path], capture_output=True,
+                        text=True, timeout=120, env=env)
+    assert ex.returncode == 0 and "input 0: x float32, rank 4" in ex.stdout, ex.stderr
+    assert "output 0: out0 float32 [2, 10]" in ex.stdout, ex.stdout
     # a plugin file that is not a plugin
     res = _tpurun(path, (x,), str(tmp_path / "o8"), "--plugin", TPURUN)
     assert res.returncode == 1 and "tpurun:" in res.stderr, res.stderr
@@ -254,7 +261,11 @@ def test_training_graphs_are_refused(tmp_path):
         torch_tpu.export(drop, (torch.randn(5, 4),), str(tmp_path / "drop"))
     with pytest.raises(TypeError, match="example inputs must be tensors"):
         torch_tpu.export(bn.eval(), (3,), str(tmp_path / "bad"))
-    # the same models in eval mode export and match CPU
+    # the same models in eval mode export and match CPU; a model on tpu is
+    # traced from a CPU copy and stays on tpu
+    on_tpu = copy.deepcopy(bn).eval().to("tpu")
+    torch_tpu.export(on_tpu, (torch.randn(5, 4),), str(tmp_path / "tpu"))
+    assert all(p.device.type == "tpu" for p in on_tpu.parameters())
     sig = torch_tpu.export(bn.eval(), (torch.randn(5, 4),), str(tmp_path / "ok"))
     assert len(sig["programs"]) == 1
     x = torch.randn(5, 4)
