@@ -272,3 +272,17 @@ def test_training_graphs_are_refused(tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(torch_tpu.load(str(tmp_path / "ok"))(x).cpu(), bn(x),
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_exported_program_input(tmp_path):
+    # torch_tpu.export also takes a torch.export.ExportedProgram; its input
+    # names come from the graph signature, and the program is not changed
+    model, (x,) = _resnet()
+    ep = torch.export.export(model, (x,))
+    sig = torch_tpu.export(ep, (x,), str(tmp_path / "ep"), executables=False)
+    assert [i["name"] for i in sig["inputs"]] == ["x"]
+    assert sig["programs"][0]["executables"] == []
+    assert all(t.device.type == "cpu" for t in ep.state_dict.values())
+    with torch.no_grad():
+        want = model(x)
+    torch.testing.assert_close(torch_tpu.load(str(tmp_path / "ep"))(x).cpu(), want, rtol=1e-4, atol=1e-4)
