@@ -27,13 +27,14 @@ FLOORS = [
     (0, "core", ["core/"]),
     (1, "pjrt", ["pjrt/"]),
     (2, "shlo, cache", ["shlo/", "cache/"]),
+    (2, "runner", ["runner/"]),
     (3, "storage, program, state", [
         "graph/arena.", "graph/grow.", "graph/key_buf.", "graph/core.", "graph/storage.",
         "graph/program.", "graph/program_serial.", "graph/persistent.", "graph/explain.",
         "graph/modes.", "graph/step_stats.", "graph/device_checks.", "graph/value_args.", "graph/view_layout.", "graph/dump.",
     ]),
     (4, "lowering context, ops", ["graph/lower_ctx.", "graph/view.", "ops/"]),
-    (5, "strict, region, replay", ["graph/strict.", "graph/region.", "graph/replay."]),
+    (5, "strict, region, replay", ["graph/strict.", "graph/region.", "graph/replay.", "graph/exported."]),
     (6, "execute", ["graph/execute."]),
     (7, "torch boundary", ["torch/"]),
 ]

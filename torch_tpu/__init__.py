@@ -86,6 +86,7 @@ def _let_autograd_threads_settle():
 
 atexit.register(_let_autograd_threads_settle)
 from ._stats import cache_stats, reset_cache_stats  # noqa: E402,F401
+from .export import export, load  # noqa: E402,F401  (artifacts: docs/export.md)
 from .modes import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402,F401
 from . import modes as _modes  # noqa: E402
 

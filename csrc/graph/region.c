@@ -107,6 +107,7 @@ struct replay_request {
   int n_args, n_outs;
   tt_replay *replay;
   const char *why_not;
+  bool want_text; /* export: the replay keeps the program's text */
 };
 
 static const char *const reason_names[TT_FLUSH_REASONS] = {
@@ -761,7 +762,7 @@ static void make_replay(const region_program *rp, const bool *donate) {
     for (int o = 0; o < rp->n_outs; o++) results[o] = R.slots[rp->out_slots[o]].storage;
     tt_check_site *sites = rp->n_checks ? region_check_sites(rp->n_checks) : NULL;
     tt_launch_record rec = {rp->slot, rp, R.device, params, rp->n_params, results, rp->n_outs,
-                            sites, sites ? rp->n_checks : 0};
+                            sites, sites ? rp->n_checks : 0, req->want_text ? rp->text : NULL};
     req->replay = tt_replay_new(&rec, req->args, req->n_args, req->outs, req->n_outs, &req->why_not);
     free(sites);
   }
@@ -869,7 +870,7 @@ static tt_error *flush_locked_launch(tt_flush_reason reason) {
   if (rp) {
     R.stats.cache_hits++;
     err = reload_region(rp, is_output, donate, &exe);
-  } else if ((rp = load_region(is_output, &exe))) {
+  } else if (!(R.replay_req && R.replay_req->want_text) && (rp = load_region(is_output, &exe))) {
     R.stats.disk_loads++;
     fit_scratch(exe, R.n_ops);
     exe = tt_pool_install(rp->slot, exe);
@@ -885,6 +886,17 @@ static tt_error *flush_locked_launch(tt_flush_reason reason) {
       exe = tt_pool_install(rp->slot, exe);
       rp = tt_cache_insert(R.key.data, R.key.len, rp, region_program_free, rp->compile_seconds);
     }
+  }
+  if (!err && R.replay_req && R.replay_req->want_text && !rp->text) { /* export: lower it again */
+    region_program *fresh = NULL;
+    tt_executable *unused = NULL;
+    err = build_region(is_output, donate, &fresh, &unused);
+    if (!err) {
+      rp->text = fresh->text;
+      fresh->text = NULL;
+    }
+    region_program_free(fresh);
+    tt_executable_release(unused);
   }
   free(is_output);
   /* The storages stay attached until the launch has replaced their buffers
@@ -936,10 +948,10 @@ tt_error *tt_region_capture_end(void) {
   return err;
 }
 
-tt_error *tt_region_capture_end_replay(const tt_tensor_ref *args, int n_args,
-                                       const tt_tensor_ref *outs, int n_outs, tt_replay **replay,
-                                       const char **why_not) {
-  struct replay_request req = {args, outs, n_args, n_outs, NULL, NULL};
+static tt_error *capture_end_replay(const tt_tensor_ref *args, int n_args, const tt_tensor_ref *outs,
+                                    int n_outs, tt_replay **replay, const char **why_not,
+                                    bool want_text) {
+  struct replay_request req = {args, outs, n_args, n_outs, NULL, NULL, want_text};
   pthread_mutex_lock(&R.lock);
   tt_error *err = NULL;
   if (R.capture_depth != 1) req.why_not = "the capture is nested";
@@ -956,4 +968,16 @@ tt_error *tt_region_capture_end_replay(const tt_tensor_ref *args, int n_args,
   *replay = req.replay;
   *why_not = req.why_not;
   return err;
+}
+
+tt_error *tt_region_capture_end_replay(const tt_tensor_ref *args, int n_args,
+                                       const tt_tensor_ref *outs, int n_outs, tt_replay **replay,
+                                       const char **why_not) {
+  return capture_end_replay(args, n_args, outs, n_outs, replay, why_not, false);
+}
+
+tt_error *tt_region_capture_end_export(const tt_tensor_ref *args, int n_args,
+                                       const tt_tensor_ref *outs, int n_outs, tt_replay **replay,
+                                       const char **why_not) {
+  return capture_end_replay(args, n_args, outs, n_outs, replay, why_not, true);
 }

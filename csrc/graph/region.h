@@ -58,6 +58,12 @@ typedef struct tt_replay tt_replay;
 tt_error *tt_region_capture_end_replay(const tt_tensor_ref *args, int n_args,
                                        const tt_tensor_ref *outs, int n_outs, tt_replay **replay,
                                        const char **why_not);
+/* The same, for torch_tpu.export: the replay also keeps the program's
+ * StableHLO text (tt_replay_text), lowered again when the program came
+ * from the persistent cache without it. */
+tt_error *tt_region_capture_end_export(const tt_tensor_ref *args, int n_args,
+                                       const tt_tensor_ref *outs, int n_outs, tt_replay **replay,
+                                       const char **why_not);
 
 /* Maximum ops per region (TORCH_TPU_FUSED_MAX_OPS, default 2048). */
 void tt_region_set_max_ops(int n);

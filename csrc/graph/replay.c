@@ -51,6 +51,7 @@ struct tt_replay {
   int n_outs;
   tt_check_site *checks; /* owned copy; the error word follows the results */
   int n_checks;
+  char *text; /* owned copy of the record's text, or NULL */
 };
 
 static _Atomic uint64_t n_replays, n_refused;
@@ -77,6 +78,7 @@ void tt_replay_free(tt_replay *r) {
   free(r->params);
   free(r->results);
   tt_check_sites_free(r->checks, r->n_checks);
+  free(r->text);
   free(r->new_nbytes);
   free(r->args);
   free(r->arg_nbytes);
@@ -146,6 +148,10 @@ tt_replay *tt_replay_new(const tt_launch_record *rec, const tt_tensor_ref *args,
       goto fail;
     }
     r->n_checks = rec->n_checks;
+  }
+  if (rec->text && !(r->text = strdup(rec->text))) {
+    *why_not = "out of host memory";
+    goto fail;
   }
   for (int i = 0; i < n_args; i++) {
     r->args[i] = args[i];
@@ -325,3 +331,29 @@ tt_replay_out_kind tt_replay_output(const tt_replay *r, int k, int *index, const
   *view = &r->outs[k].view;
   return r->outs[k].kind;
 }
+
+const char *tt_replay_text(const tt_replay *r) { return r->text; }
+int tt_replay_num_params(const tt_replay *r) { return r->n_params; }
+
+tt_launch_param_kind tt_replay_param(const tt_replay *r, int p, int *arg, tt_dtype *dtype,
+                                     int64_t *numel, bool *donated, const unsigned char **bytes) {
+  const replay_param *rp = &r->params[p];
+  *arg = rp->kind == TT_LAUNCH_STORAGE ? rp->arg : -1;
+  *dtype = rp->dtype;
+  *numel = rp->numel;
+  *donated = rp->donated;
+  *bytes = rp->bytes;
+  return rp->kind;
+}
+
+int tt_replay_num_results(const tt_replay *r) { return r->n_results; }
+
+tt_replay_out_kind tt_replay_result(const tt_replay *r, int o, int *index) {
+  *index = r->results[o].index;
+  return r->results[o].kind;
+}
+
+tt_executable *tt_replay_executable(const tt_replay *r) { return tt_pool_acquire(r->slot); }
+
+int tt_replay_num_checks(const tt_replay *r) { return r->n_checks; }
+const tt_check_site *tt_replay_check(const tt_replay *r, int i) { return &r->checks[i]; }

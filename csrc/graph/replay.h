@@ -48,6 +48,7 @@ typedef struct {
    * program's last output, after the results, is its error word */
   const tt_check_site *checks;
   int n_checks;
+  const char *text; /* the program's StableHLO, kept by the replay (export); may be NULL */
 } tt_launch_record;
 
 /* A graph argument or output: ref->ndim < 0 means None. */
@@ -78,6 +79,24 @@ int tt_replay_num_outputs(const tt_replay *r);
  * offset; its storage field is unused). */
 tt_replay_out_kind tt_replay_output(const tt_replay *r, int k, int *index,
                                     const tt_tensor_ref **view);
+
+/* The program as an export sees it (torch_tpu.export): its StableHLO text
+ * (NULL unless the record carried it), and per parameter what feeds it:
+ * a graph argument's storage read flat (STORAGE, *arg), or a host value
+ * (VALUE: bytes; RNG: a generator state). */
+const char *tt_replay_text(const tt_replay *r);
+int tt_replay_num_params(const tt_replay *r);
+tt_launch_param_kind tt_replay_param(const tt_replay *r, int p, int *arg, tt_dtype *dtype,
+                                     int64_t *numel, bool *donated, const unsigned char **bytes);
+/* Program result o: a new storage (index) or an argument written (index). */
+int tt_replay_num_results(const tt_replay *r);
+tt_replay_out_kind tt_replay_result(const tt_replay *r, int o, int *index);
+/* The program's executable (the caller's reference), or NULL when the
+ * pool unloaded it. */
+tt_executable *tt_replay_executable(const tt_replay *r);
+/* Device-side checks: with n > 0 the program's last output is the error word. */
+int tt_replay_num_checks(const tt_replay *r);
+const tt_check_site *tt_replay_check(const tt_replay *r, int i);
 
 typedef struct {
   uint64_t replays;  /* programs launched by replay */

@@ -22,6 +22,7 @@ void register_table_routed_ops();
 std::map<std::string, int64_t> fallback_report();
 void reset_fallback_report();
 void register_replay(py::module_& m);
+void register_export(py::module_& m);
 void register_settings(py::module_& m);
 void register_device_checks(py::module_& m);
 void register_disk_cache(py::module_& m);
@@ -142,6 +143,7 @@ PYBIND11_MODULE(_C, m) {
     raise_if_error(err);
   });
   register_replay(m);
+  register_export(m);
   register_settings(m);
   register_disk_cache(m);
   m.def("_set_explain", [](bool on) { tt_set_explain(on); });
