@@ -14,7 +14,7 @@ CFLAGS := -std=c11 -O2 -g -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -Icsrc -MMD 
 CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wno-unused-parameter -Icsrc -MMD -MP \
             -DTORCH_EXTENSION_NAME=_C -DTORCH_API_INCLUDE_EXTENSION_H
 
-CORE_SRCS := $(sort $(wildcard csrc/core/*.c csrc/pjrt/*.c csrc/shlo/*.c csrc/ops/*.c \
+CORE_SRCS := $(sort $(wildcard csrc/core/*.c csrc/pjrt/*.c csrc/shlo/*.c csrc/ops/*.c csrc/dist/*.c \
                                 csrc/graph/*.c csrc/cache/*.c))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
 CXX_SRCS := $(sort $(wildcard csrc/torch/*.cpp))

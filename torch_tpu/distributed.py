@@ -82,10 +82,14 @@ def _tpu_backend(group=None):
 def distributed_transport(group=None) -> dict:
     """Which transport the `tpu` collectives of `group` (default: the world group) use, and why.
 
-    Returns a dict: ``transport`` ("host" or "none"), ``backend`` (the backend
+    A `torch_tpu.distributed.CompiledGroup` (ranks as threads of this process)
+    reports "compiled". Returns a dict: ``transport`` ("host", "compiled" or "none"), ``backend`` (the backend
     name serving device tpu), ``inner`` (the engine that moves the bytes),
     ``reason`` (a sentence), ``world_size`` and ``rank``.
     """
+    from .distributed_threads import CompiledGroup
+    if isinstance(group, CompiledGroup):
+        return group.transport()
     backend = _tpu_backend(group)
     g = group if group is not None else dist.group.WORLD
     info = {"world_size": dist.get_world_size(g), "rank": dist.get_rank(g)}
@@ -111,3 +115,6 @@ def distributed_transport(group=None) -> dict:
 def stats() -> dict:
     """Counters of the host transport: collectives run through it, bytes staged to and from tpu."""
     return dict(_C._c10d_stats())
+
+
+from .distributed_threads import CompiledGroup  # noqa: E402  (ranks as threads)
