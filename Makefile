@@ -79,7 +79,7 @@ $(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
 
 # The core's own tests through tests/c/core_glue.h: golden StableHLO of
 # representative lowerings, cache-key construction, Fused loop cuts.
-CORE_TESTS := $(addprefix $(BUILD)/test_,lowering_golden cache_keys fused_loops)
+CORE_TESTS := $(addprefix $(BUILD)/test_,lowering_golden cache_keys fused_loops collectives)
 $(CORE_TESTS): $(BUILD)/test_%: tests/c/test_%.c tests/c/core_glue.h $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
 
@@ -105,6 +105,7 @@ test-c: build $(CORE_TESTS)
 	$(MEMCHECK) $(BUILD)/test_lowering_golden
 	$(BUILD)/test_cache_keys $(PLUGIN)
 	$(BUILD)/test_fused_loops $(PLUGIN)
+	$(BUILD)/test_collectives $(PLUGIN)
 	$(MEMCHECK) $(BUILD)/test_disk_cache $(PLUGIN)
 	$(MAKE) -f tests/c/Makefile.runtime PLUGIN=$(PLUGIN) \
 	  $(if $(shell command -v valgrind),valgrind,run-runtime)
@@ -127,7 +128,7 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py \
             --ignore=tests/python/test_pytorch_tests_harness.py --ignore=tests/python/test_doctor.py \
             --ignore=tests/python/test_memory_stats.py --ignore=tests/python/test_dumps.py \
-            --ignore=tests/python/test_profiler.py \
+            --ignore=tests/python/test_profiler.py --ignore=tests/python/test_compiled_collectives.py \
             --ignore=tests/python/test_pytorch_fixes_ufuncs.py \
             --ignore=tests/python/test_distributed.py \
             --ignore=tests/python/test_fuzz_short.py --ignore=tests/python/test_fault_injection.py \

@@ -1,0 +1,202 @@
+"""Child process of test_compiled_collectives.py: ranks as threads of this
+process, each on its own device of one client (TORCH_TPU_NUM_DEVICES=N set
+by the parent). Every check compares with the same computation on CPU and is
+recorded by name; the JSON goes to argv[2]."""
+import json
+import sys
+import threading
+import time
+import traceback
+
+import torch
+import torch_tpu  # noqa: F401
+from torch_tpu.distributed import CompiledGroup
+
+N = int(sys.argv[1])
+OUT = sys.argv[2]
+DTYPES = [torch.float32, torch.bfloat16, torch.int32, torch.int64]
+results = {}
+lock = threading.Lock()
+
+
+def record(name, ok, detail=""):
+    with lock:
+        prev = results.get(name)
+        results[name] = {"ok": bool(ok) and (prev is None or prev["ok"]),
+                         "detail": (prev["detail"] + "; " if prev and prev["detail"] else "") + detail}
+
+
+def make_input(case, r, dtype, shape):
+    g = torch.Generator().manual_seed(1000 * case + r)
+    x = torch.randint(-4, 5, shape, generator=g)
+    if dtype.is_floating_point:
+        return (x.to(torch.float32) / 2).to(dtype)  # halves of small integers: sums exact in bf16
+    return x.to(dtype)
+
+
+def reference(kind, op, xs, pairs=None):
+    s = torch.stack(xs)
+    if kind == "all_reduce" or kind == "reduce_scatter":
+        if op == "sum":
+            red = s.sum(0, dtype=s.dtype)
+        elif op == "avg":
+            tot = s.sum(0, dtype=s.dtype)
+            red = tot / N if s.dtype.is_floating_point else torch.div(tot, N, rounding_mode="trunc")
+            red = red.to(s.dtype)
+        elif op == "max":
+            red = s.amax(0)
+        elif op == "min":
+            red = s.amin(0)
+        else:
+            red = s.prod(0, dtype=s.dtype)
+        if kind == "all_reduce":
+            return [red] * N
+        return list(red.chunk(N, 0))
+    if kind == "all_gather":
+        return [torch.cat(xs, 0)] * N
+    if kind == "all_to_all":
+        return [torch.cat([xs[i].chunk(N, 0)[j] for i in range(N)], 0) for j in range(N)]
+    outs = [torch.zeros_like(xs[0]) for _ in range(N)]
+    for src, dst in pairs:
+        outs[dst] = xs[src]
+    return outs
+
+
+def cases():
+    case = 0
+    for dtype in DTYPES:
+        for op in ["sum", "avg", "max", "min", "product"]:
+            case += 1
+            yield case, "all_reduce", op, dtype, (2 * N, 3), None
+        case += 1
+        yield case, "all_gather", None, dtype, (2, 3), None
+        for op in ["sum", "max"]:
+            case += 1
+            yield case, "reduce_scatter", op, dtype, (2 * N, 3), None
+        case += 1
+        yield case, "all_to_all", None, dtype, (2 * N, 3), None
+        case += 1
+        yield case, "collective_permute", None, dtype, (5,), [(r, (r + 1) % N) for r in range(N)]
+        case += 1
+        yield case, "collective_permute", None, dtype, (2, 2), [(N - 1, 0)]
+
+
+def run_rank(group, r, barrier):
+    dev = f"tpu:{r}"
+    for case, kind, op, dtype, shape, pairs in cases():
+        name = f"{kind}/{op or '-'}/{str(dtype).split('.')[1]}" + (f"/{len(pairs)}pairs" if pairs else "")
+        try:
+            xs = [make_input(case, q, dtype, shape) for q in range(N)]
+            x = xs[r].to(dev)
+            if kind in ("all_reduce", "reduce_scatter"):
+                y = getattr(group, kind)(x, op=op)
+            elif kind == "collective_permute":
+                y = group.collective_permute(x, pairs)
+            else:
+                y = getattr(group, kind)(x)
+            want = reference(kind, op, xs, pairs)[r]
+            got = y.cpu()
+            ok = y.device == torch.device(dev) and got.dtype == want.dtype and torch.equal(got, want)
+            record(name, ok, "" if ok else f"rank {r}: got {got.tolist()} want {want.tolist()}")
+        except Exception as e:  # noqa: BLE001
+            record(name, False, f"rank {r}: {type(e).__name__}: {e}")
+    # a transposed (non-contiguous) input, a 0-dim tensor, in-place all_reduce_
+    try:
+        base = make_input(900, r, torch.float32, (3, 2 * N))
+        y = group.all_reduce(base.to(dev).t())
+        want = sum(make_input(900, q, torch.float32, (3, 2 * N)) for q in range(N)).t()
+        record("all_reduce/transposed", torch.equal(y.cpu(), want), f"rank {r}: {y.cpu()}")
+        z = group.all_reduce(torch.tensor(float(r + 1), device=dev), op="max")
+        record("all_reduce/0-dim", z.shape == () and z.item() == N, f"rank {r}: {z}")
+        w = torch.full((4,), float(r), device=dev)
+        group.all_reduce_(w)
+        record("all_reduce_/in-place", torch.equal(w.cpu(), torch.full((4,), N * (N - 1) / 2)),
+               f"rank {r}: {w.cpu()}")
+    except Exception as e:  # noqa: BLE001
+        record("extras", False, f"rank {r}: {type(e).__name__}: {e}")
+    barrier.wait()
+    # shapes that differ between ranks: every rank raises, naming the op and both shapes
+    try:
+        group.all_reduce(torch.ones(4 + (r == 1), device=dev))
+        record("mismatch/raises", False, f"rank {r}: no error")
+    except RuntimeError as e:
+        msg = str(e)
+        record("mismatch/raises", "all_reduce" in msg and "differ" in msg and "[4]" in msg
+               and "[5]" in msg, f"rank {r}: {msg}")
+    barrier.wait()
+    # a rank that never arrives: the others raise within the timeout
+    if r != N - 1:
+        t0 = time.monotonic()
+        try:
+            group.all_gather(torch.ones(2, device=dev), timeout=1.0)
+            record("timeout/raises", False, f"rank {r}: no error")
+        except RuntimeError as e:
+            dt = time.monotonic() - t0
+            msg = str(e)
+            record("timeout/raises", "timed out" in msg and f"rank(s) {N - 1}" in msg
+                   and 0.9 < dt < 10, f"rank {r}: {dt:.2f}s {msg}")
+    barrier.wait()
+    # the group still works afterwards
+    try:
+        y = group.all_reduce(torch.full((3,), 2.0, device=dev))
+        record("after-errors/all_reduce", torch.equal(y.cpu(), torch.full((3,), 2.0 * N)),
+               f"rank {r}: {y.cpu()}")
+    except Exception as e:  # noqa: BLE001
+        record("after-errors/all_reduce", False, f"rank {r}: {type(e).__name__}: {e}")
+
+
+def bench(group, numel, iters):
+    times = {}
+
+    def rank_main(r, barrier):
+        x = torch.ones(numel, device=f"tpu:{r}")
+        group.all_reduce(x).cpu()  # compile
+        barrier.wait()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            y = group.all_reduce(x)
+        y.cpu()
+        barrier.wait()
+        if r == 0:
+            times["compiled_s"] = (time.perf_counter() - t0) / iters
+    barrier = threading.Barrier(N)
+    ts = [threading.Thread(target=rank_main, args=(r, barrier)) for r in range(N)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return times
+
+
+def main():
+    assert torch.tpu.device_count() >= N, torch.tpu.device_count()
+    group = CompiledGroup(world_size=N, timeout=60.0)
+    info = torch.tpu.distributed_transport(group)
+    record("transport/compiled", info["transport"] == "compiled" and "partitions" in info["reason"],
+           str(info))
+    if len(sys.argv) > 3 and sys.argv[3] == "bench":
+        out = bench(group, 1 << 20, 20)
+        with open(OUT, "w") as f:
+            json.dump(out, f)
+        return
+    barrier = threading.Barrier(N)
+    errors = []
+
+    def target(r):
+        try:
+            run_rank(group, r, barrier)
+        except BaseException:  # noqa: BLE001
+            errors.append(traceback.format_exc())
+    threads = [threading.Thread(target=target, args=(r,)) for r in range(N)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    record("threads/finished", not errors and not any(t.is_alive() for t in threads), "\n".join(errors))
+    results["_stats"] = {"ok": True, "detail": str(torch_tpu.distributed_threads.stats())}
+    with open(OUT, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
