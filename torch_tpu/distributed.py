@@ -61,6 +61,7 @@ def _register():
     if _registered or not dist.is_available():
         return
     _C._register_c10d(_C)
+    _C._register_compiled_backend(_C)
     # devices: "tpu" gets this backend by default (init_process_group() with no
     # backend is "cpu:gloo,tpu:tpu"); "cpu" lets init_process_group("tpu")
     # serve cpu tensors as well, which barrier() and the object collectives use.
@@ -92,6 +93,16 @@ def distributed_transport(group=None) -> dict:
         return group.transport()
     backend = _tpu_backend(group)
     g = group if group is not None else dist.group.WORLD
+    if isinstance(backend, getattr(_C, "_TpuCompiledBackend", ())):
+        info = {"world_size": g.size(), "rank": g.rank()}  # not a registered group
+        info.update(transport="compiled", backend="tpu_compiled", inner=None,
+                    devices=list(backend.devices),
+                    reason=("every rank of this group is a thread of this process on its own "
+                            "device of one PJRT client (torch_tpu.distributed.CompiledGroup), "
+                            "so each collective is one StableHLO program compiled for "
+                            f"{len(backend.devices)} partitions with this device assignment "
+                            "and launched once over all of them"))
+        return info
     info = {"world_size": dist.get_world_size(g), "rank": dist.get_rank(g)}
     if backend is None:
         info.update(transport="none", backend=None, inner=None,

@@ -21,8 +21,13 @@ writes the caller's tensor. Ranks whose tensors or ops differ all get a
 RuntimeError naming the op and each shape; a rank that does not arrive
 within ``timeout`` seconds makes the others raise instead of hanging.
 
-Not wired into ``torch.distributed`` process groups: c10d keeps one world
-group per process, while here the ranks share a process.
+``group.process_group(rank)`` makes that rank's own ``torch.distributed``
+ProcessGroup whose tpu backend is the compiled transport, so a thread can
+call ``dist.all_reduce(t, group=pg)``, ``all_gather_into_tensor``,
+``reduce_scatter_tensor``, ``all_to_all_single`` (equal splits),
+``broadcast`` and ``barrier`` with an explicit group. It is not the
+process's world group: ``init_process_group`` keeps one world group per
+process, while here the ranks share a process.
 """
 from __future__ import annotations
 
@@ -106,6 +111,23 @@ class CompiledGroup:
     def collective_permute(self, tensor, pairs, timeout=None):
         """(source, target) rank pairs; a rank no pair targets receives zeros."""
         return self._run("collective_permute", tensor, pairs=pairs, timeout=timeout)
+
+    def process_group(self, rank: int):
+        """Rank `rank`'s own ``torch.distributed.ProcessGroup`` on the compiled transport.
+
+        Pass it as ``group=`` to the torch.distributed collectives from that
+        rank's thread; it is not registered as a world group."""
+        import torch.distributed as dist
+        from . import distributed as _d
+        _d._register()
+        if not 0 <= rank < self.world_size:
+            raise ValueError(f"rank {rank} out of range for a group of {self.world_size}")
+        pg = dist.ProcessGroup(dist.HashStore(), rank, self.world_size)
+        backend = _C._TpuCompiledBackend(self._g, rank, self.world_size, self.timeout)
+        backend_type = dist.ProcessGroup.BackendType.CUSTOM
+        pg._register_backend(torch.device("tpu"), backend_type, backend)
+        pg._set_default_backend(backend_type)
+        return pg
 
     def transport(self) -> dict:
         return {"transport": "compiled", "backend": "tpu", "inner": None,

@@ -1,9 +1,18 @@
 // The boundary of the compiled collectives (csrc/dist/collectives.c): a
 // group object over client devices, and one call per rank that hands the
 // core its tensor's flat device buffer and wraps the result. Used by
-// torch_tpu/distributed_threads.py (ranks as threads of one process).
+// torch_tpu/distributed_threads.py (ranks as threads of one process), and
+// a c10d Backend over it, so that a thread's own ProcessGroup serves
+// torch.distributed's collectives on the compiled transport.
 #include <torch/extension.h>
 
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <Python.h>
+
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "torch/bridge.h"
@@ -22,7 +31,7 @@ struct CollGroup {
   ~CollGroup() { tt_coll_group_free(g); }
 };
 
-at::Tensor coll_run(CollGroup& grp, int kind, int reduce, const std::vector<int>& pairs,
+at::Tensor coll_run(const CollGroup& grp, int kind, int reduce, const std::vector<int>& pairs,
                     const at::Tensor& t, double timeout_s) {
   TORCH_CHECK(kind >= 0 && kind < TT_COLL_COUNT, "compiled collectives: unknown collective ", kind);
   const char* name = tt_coll_kind_name(static_cast<tt_coll_kind>(kind));
@@ -56,7 +65,9 @@ at::Tensor coll_run(CollGroup& grp, int kind, int reduce, const std::vector<int>
   tt_buffer* out = nullptr;
   tt_error* err;
   {
-    py::gil_scoped_release no_gil;
+    // the other ranks' threads need the GIL to reach the rendezvous
+    std::optional<py::gil_scoped_release> no_gil;
+    if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
     err = tt_coll_run(grp.g, rank, &op, buf, dims.data(), static_cast<int>(dims.size()), timeout_s,
                       &out, out_dims);
   }
@@ -66,13 +77,122 @@ at::Tensor coll_run(CollGroup& grp, int kind, int reduce, const std::vector<int>
                      static_cast<c10::DeviceIndex>(device));
 }
 
+using c10d::Work;
+using WorkPtr = c10::intrusive_ptr<Work>;
+
+WorkPtr completed(std::vector<at::Tensor> outputs) {
+  auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  fut->markCompleted(c10::IValue(std::move(outputs)));
+  return Work::create_from_future(fut);
+}
+
+int reduce_code(const c10d::ReduceOp& op) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return TT_RED_SUM;
+    case c10d::ReduceOp::AVG: return TT_RED_AVG;
+    case c10d::ReduceOp::MAX: return TT_RED_MAX;
+    case c10d::ReduceOp::MIN: return TT_RED_MIN;
+    case c10d::ReduceOp::PRODUCT: return TT_RED_PROD;
+    default: TORCH_CHECK(false, "tpu compiled backend: unsupported reduction ", static_cast<int>(op.op_));
+  }
+}
+
+// One rank's c10d Backend on the compiled transport: the rank is a thread of
+// this process and every rank's Backend shares the CollGroup. Each call runs
+// the rendezvous and writes the result into the caller's tensors; the Work
+// is complete when the call returns (as the host transport's).
+class TpuCompiledBackend : public c10d::Backend {
+ public:
+  TpuCompiledBackend(std::shared_ptr<CollGroup> grp, int rank, int size, double timeout_s)
+      : c10d::Backend(rank, size), grp_(std::move(grp)), timeout_s_(timeout_s) {
+    TORCH_CHECK(size == static_cast<int>(grp_->devices.size()), "tpu compiled backend: size ", size,
+                " but the group has ", grp_->devices.size(), " devices");
+    TORCH_CHECK(rank >= 0 && rank < size, "tpu compiled backend: rank ", rank, " out of range");
+  }
+  const std::string getBackendName() const override { return "tpu_compiled"; }
+  std::vector<int> devices() const { return grp_->devices; }
+
+  WorkPtr allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override {
+    for (auto& t : tensors) t.copy_(run(TT_COLL_ALL_REDUCE, reduce_code(opts.reduceOp), t));
+    return completed(tensors);
+  }
+  WorkPtr allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                              const c10d::AllreduceCoalescedOptions& opts) override {
+    return allreduce(tensors, opts);
+  }
+  WorkPtr broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
+    // every rank's tensor gathered; the root's block kept (exact for any value)
+    for (auto& t : tensors) {
+      at::Tensor all = run(TT_COLL_ALL_GATHER, 0, t.reshape({1, -1}));
+      t.copy_(all.select(0, opts.rootRank).view(t.sizes()));
+    }
+    return completed(tensors);
+  }
+  WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
+                          const c10d::AllgatherOptions&) override {
+    at::Tensor all = run(TT_COLL_ALL_GATHER, 0, input.reshape({1, -1}));
+    TORCH_CHECK(output.numel() == all.numel(), "all_gather_into_tensor: the output holds ",
+                output.numel(), " elements, ", all.numel(), " are gathered");
+    output.copy_(all.view(output.sizes()));
+    return completed({output});
+  }
+  WorkPtr allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                    const c10d::AllgatherOptions&) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "all_gather: output and input lists differ in length");
+    std::vector<at::Tensor> flat;
+    for (size_t i = 0; i < inputs.size(); i++) {
+      TORCH_CHECK(static_cast<int>(outputs[i].size()) == size_, "all_gather: needs ", size_,
+                  " output tensors, got ", outputs[i].size());
+      at::Tensor all = run(TT_COLL_ALL_GATHER, 0, inputs[i].reshape({1, -1}));
+      for (int r = 0; r < size_; r++) {
+        outputs[i][r].copy_(all.select(0, r).view(outputs[i][r].sizes()));
+        flat.push_back(outputs[i][r]);
+      }
+    }
+    return completed(flat);
+  }
+  WorkPtr _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                               const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK(input.numel() == output.numel() * size_, "reduce_scatter_tensor: the input holds ",
+                input.numel(), " elements, not ", size_, " x the output's ", output.numel());
+    at::Tensor mine = run(TT_COLL_REDUCE_SCATTER, reduce_code(opts.reduceOp),
+                          input.reshape({size_, -1}));
+    output.copy_(mine.view(output.sizes()));
+    return completed({output});
+  }
+  WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                        std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) override {
+    TORCH_CHECK(output_splits.empty() && input_splits.empty(),
+                "all_to_all_single: the compiled transport takes equal splits only");
+    TORCH_CHECK(input.numel() % size_ == 0 && output.numel() == input.numel(),
+                "all_to_all_single: tensors must hold the same multiple of the group size elements");
+    at::Tensor out = run(TT_COLL_ALL_TO_ALL, 0, input.reshape({size_, -1}));
+    output.copy_(out.view(output.sizes()));
+    return completed({output});
+  }
+  WorkPtr barrier(const c10d::BarrierOptions&) override {
+    at::Tensor t = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(
+                                      c10::Device(c10::DeviceType::PrivateUse1,
+                                                  static_cast<c10::DeviceIndex>(grp_->devices[rank_]))));
+    run(TT_COLL_ALL_REDUCE, TT_RED_SUM, t).cpu();
+    return completed({});
+  }
+
+ private:
+  at::Tensor run(int kind, int reduce, const at::Tensor& t) {
+    return coll_run(*grp_, kind, reduce, {}, t, timeout_s_);
+  }
+  std::shared_ptr<CollGroup> grp_;
+  double timeout_s_;
+};
+
 }  // namespace
 
 void register_collectives(py::module_& m) {
-  py::class_<CollGroup>(m, "_CollGroup")
+  py::class_<CollGroup, std::shared_ptr<CollGroup>>(m, "_CollGroup")
       .def(py::init([](const std::vector<int>& devices) {
              ensure_initialized();
-             auto grp = std::make_unique<CollGroup>();
+             auto grp = std::make_shared<CollGroup>();
              grp->devices = devices;
              raise_if_error(tt_coll_group_new(tt_core_runtime(), devices.data(),
                                               static_cast<int>(devices.size()), &grp->g));
@@ -82,6 +202,17 @@ void register_collectives(py::module_& m) {
       .def_readonly("devices", &CollGroup::devices)
       .def("run", &coll_run, py::arg("kind"), py::arg("reduce"), py::arg("pairs"),
            py::arg("tensor"), py::arg("timeout"));
+  m.def("_register_compiled_backend", [](py::module_ self) {
+    // after torch.distributed is imported (its Backend class must exist)
+    py::module_::import("torch.distributed");
+    py::class_<TpuCompiledBackend, c10d::Backend, c10::intrusive_ptr<TpuCompiledBackend>>(
+        self, "_TpuCompiledBackend")
+        .def(py::init([](std::shared_ptr<CollGroup> grp, int rank, int size, double timeout) {
+               return c10::make_intrusive<TpuCompiledBackend>(std::move(grp), rank, size, timeout);
+             }),
+             py::arg("group"), py::arg("rank"), py::arg("size"), py::arg("timeout"))
+        .def_property_readonly("devices", &TpuCompiledBackend::devices);
+  });
   m.def("_coll_stats", []() {
     tt_coll_stats s = tt_coll_get_stats();
     py::dict d;

@@ -4,6 +4,7 @@ by the parent). Every check compares with the same computation on CPU and is
 recorded by name; the JSON goes to argv[2]."""
 import json
 import sys
+import warnings
 import threading
 import time
 import traceback
@@ -12,6 +13,7 @@ import torch
 import torch_tpu  # noqa: F401
 from torch_tpu.distributed import CompiledGroup
 
+warnings.filterwarnings("ignore")  # deprecation notices of *_tensor and barrier's device
 N = int(sys.argv[1])
 OUT = sys.argv[2]
 DTYPES = [torch.float32, torch.bfloat16, torch.int32, torch.int64]
@@ -114,6 +116,41 @@ def run_rank(group, r, barrier):
                f"rank {r}: {w.cpu()}")
     except Exception as e:  # noqa: BLE001
         record("extras", False, f"rank {r}: {type(e).__name__}: {e}")
+    # the same transport through torch.distributed, on this rank's own ProcessGroup
+    try:
+        import torch.distributed as dist
+        pg = group.process_group(r)
+        for dtype in (torch.float32, torch.int64):
+            dn = str(dtype).split('.')[1]
+            xs = [make_input(950, q, dtype, (2 * N, 3)) for q in range(N)]
+            for op_name, op in (("sum", dist.ReduceOp.SUM), ("avg", dist.ReduceOp.AVG),
+                                ("max", dist.ReduceOp.MAX)):
+                x = xs[r].to(dev)
+                dist.all_reduce(x, op=op, group=pg)
+                want = reference("all_reduce", op_name, xs)[r]
+                record(f"c10d/all_reduce/{op_name}/{dn}", torch.equal(x.cpu(), want), f"rank {r}: {x.cpu()}")
+            out = torch.empty(2 * N * N, 3, dtype=dtype, device=dev)
+            dist.all_gather_into_tensor(out, xs[r].to(dev), group=pg)
+            record(f"c10d/all_gather_into_tensor/{dn}", torch.equal(out.cpu(), torch.cat(xs)), f"rank {r}")
+            lst = [torch.empty(2 * N, 3, dtype=dtype, device=dev) for _ in range(N)]
+            dist.all_gather(lst, xs[r].to(dev), group=pg)
+            record(f"c10d/all_gather/{dn}", all(torch.equal(a.cpu(), b) for a, b in zip(lst, xs)), f"rank {r}")
+            rs = torch.empty(2, 3, dtype=dtype, device=dev)
+            dist.reduce_scatter_tensor(rs, xs[r].to(dev), group=pg)
+            record(f"c10d/reduce_scatter_tensor/{dn}",
+                   torch.equal(rs.cpu(), reference("reduce_scatter", "sum", xs)[r]), f"rank {r}")
+            a2a = torch.empty(2 * N, 3, dtype=dtype, device=dev)
+            dist.all_to_all_single(a2a, xs[r].to(dev), group=pg)
+            record(f"c10d/all_to_all_single/{dn}",
+                   torch.equal(a2a.cpu(), reference("all_to_all", None, xs)[r]), f"rank {r}")
+            b = xs[r].to(dev)
+            dist.broadcast(b, group_src=N - 1, group=pg)
+            record(f"c10d/broadcast/{dn}", torch.equal(b.cpu(), xs[N - 1]), f"rank {r}")
+        dist.barrier(group=pg)
+        info = torch.tpu.distributed_transport(pg)
+        record("c10d/transport", info["transport"] == "compiled" and info["rank"] == r, str(info))
+    except Exception as e:  # noqa: BLE001
+        record("c10d", False, f"rank {r}: {type(e).__name__}: {e}")
     barrier.wait()
     # shapes that differ between ranks: every rank raises, naming the op and both shapes
     try:

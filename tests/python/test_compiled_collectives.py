@@ -7,7 +7,11 @@ collective_permute, each in float32, bfloat16, int32 and int64, compared
 exactly with the same computation on CPU (inputs are halves of small
 integers, so sums and products are exact in bfloat16); a shape mismatch
 between ranks and a rank that never arrives raise on the other ranks.
-The checks run in `coll_threads_worker.py`, which records each by name.
+The same transport through torch.distributed: each rank thread's own
+ProcessGroup (`CompiledGroup.process_group`) serves dist.all_reduce,
+all_gather(_into_tensor), reduce_scatter_tensor, all_to_all_single,
+broadcast and barrier. The checks run in `coll_threads_worker.py`, which
+records each by name.
 """
 import json
 import os
@@ -43,10 +47,14 @@ def test_collectives_as_threads(n, tmp_path):
                  "all_to_all/-"]:
         for dt in ["float32", "bfloat16", "int32", "int64"]:
             assert f"{kind}/{dt}" in res, f"{kind}/{dt} missing"
+    for dt in ["float32", "int64"]:  # through torch.distributed on each rank's ProcessGroup
+        for name in ["all_reduce/sum", "all_reduce/avg", "all_reduce/max", "all_gather_into_tensor",
+                     "all_gather", "reduce_scatter_tensor", "all_to_all_single", "broadcast"]:
+            assert f"c10d/{name}/{dt}" in res, f"c10d/{name}/{dt} missing"
     for dt in ["float32", "bfloat16", "int32", "int64"]:
         assert f"collective_permute/-/{dt}/{n}pairs" in res
         assert f"collective_permute/-/{dt}/1pairs" in res
     for name in ["mismatch/raises", "timeout/raises", "after-errors/all_reduce",
                  "all_reduce/transposed", "all_reduce/0-dim", "all_reduce_/in-place",
-                 "transport/compiled", "threads/finished"]:
+                 "transport/compiled", "threads/finished", "c10d/transport"]:
         assert name in res, name
