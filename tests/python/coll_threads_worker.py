@@ -230,6 +230,27 @@ def main():
     for t in threads:
         t.join(timeout=300)
     record("threads/finished", not errors and not any(t.is_alive() for t in threads), "\n".join(errors))
+    # groups whose ranks sit on devices in another order, and a subgroup of the devices
+    for devs in [[N - 1 - i for i in range(N)]] + ([[N - 1, 1]] if N > 2 else []):
+        sub = CompiledGroup(devices=devs, timeout=60.0)
+        n = len(devs)
+        xs = [torch.arange(2 * n, dtype=torch.float32) + 100 * (q + 1) for q in range(n)]
+
+        def sub_rank(r):
+            d = f"tpu:{devs[r]}"
+            x = xs[r].to(d)
+            gat = sub.all_gather(x)
+            rs = sub.reduce_scatter(x)
+            pm = sub.collective_permute(x, [(q, (q + 1) % n) for q in range(n)])
+            ok = (torch.equal(gat.cpu(), torch.cat(xs)) and gat.device == torch.device(d)
+                  and torch.equal(rs.cpu(), sum(xs).chunk(n)[r])
+                  and torch.equal(pm.cpu(), xs[(r - 1) % n]))
+            record(f"devices{devs}", ok, f"rank {r}: {gat.cpu()} {rs.cpu()} {pm.cpu()}")
+        ts = [threading.Thread(target=sub_rank, args=(r,)) for r in range(n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(timeout=120)
     results["_stats"] = {"ok": True, "detail": str(torch_tpu.distributed_threads.stats())}
     with open(OUT, "w") as f:
         json.dump(results, f, indent=1)

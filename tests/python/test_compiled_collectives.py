@@ -10,7 +10,8 @@ between ranks and a rank that never arrives raise on the other ranks.
 The same transport through torch.distributed: each rank thread's own
 ProcessGroup (`CompiledGroup.process_group`) serves dist.all_reduce,
 all_gather(_into_tensor), reduce_scatter_tensor, all_to_all_single,
-broadcast and barrier. The checks run in `coll_threads_worker.py`, which
+broadcast and barrier. Also groups whose ranks sit on the devices in
+reverse order, and (at 4) a subgroup of two devices. The checks run in `coll_threads_worker.py`, which
 records each by name.
 """
 import json
@@ -56,5 +57,6 @@ def test_collectives_as_threads(n, tmp_path):
         assert f"collective_permute/-/{dt}/1pairs" in res
     for name in ["mismatch/raises", "timeout/raises", "after-errors/all_reduce",
                  "all_reduce/transposed", "all_reduce/0-dim", "all_reduce_/in-place",
-                 "transport/compiled", "threads/finished", "c10d/transport"]:
+                 "transport/compiled", "threads/finished", "c10d/transport",
+                 f"devices{list(range(n))[::-1]}"] + ([f"devices{[n - 1, 1]}"] if n > 2 else []):
         assert name in res, name
