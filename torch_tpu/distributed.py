@@ -13,6 +13,10 @@ group's own Store under the prefix "tpu_host/", and copied back into the
 caller's tensors. `distributed_transport()` (also `torch.tpu.distributed_transport`)
 says which transport a group uses and why.
 """
+import os
+import threading
+import uuid
+
 import torch
 import torch.distributed as dist
 
@@ -39,6 +43,42 @@ def _pick_device():
         torch.tpu.set_device(int(local))
 
 
+# Identifies this process to the other members of a group (a pid alone can
+# repeat across hosts or pid namespaces).
+_PROCESS_TOKEN = f"{os.getpid()}-{uuid.uuid4().hex}"
+_compiled_lock = threading.Lock()
+_compiled_groups = {}  # group token -> [CompiledGroup, members still to take it]
+
+
+def _compiled_backend(store, prefix, rank, size, timeout):
+    """The compiled transport's backend when every member of the group is a
+    thread of this process on its own device of this client (each thread's
+    current device), else None (the host transport). Members compare where
+    they are through the group's store."""
+    if size < 2 or not hasattr(_C, "_TpuCompiledBackend"):
+        return None
+    me = f"{_PROCESS_TOKEN}|{torch.tpu.current_device()}"
+    store.set(f"{prefix}where/{rank}", me)
+    wheres = [store.get(f"{prefix}where/{r}").decode() for r in range(size)]
+    tokens = {w.rsplit("|", 1)[0] for w in wheres}
+    devices = [int(w.rsplit("|", 1)[1]) for w in wheres]
+    if tokens != {_PROCESS_TOKEN} or len(set(devices)) != size:
+        return None
+    if rank == 0:
+        store.set(f"{prefix}compiled_token", uuid.uuid4().hex)
+    token = store.get(f"{prefix}compiled_token").decode()
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+    with _compiled_lock:
+        entry = _compiled_groups.get(token)
+        if entry is None:
+            from .distributed_threads import CompiledGroup
+            entry = _compiled_groups[token] = [CompiledGroup(devices=devices, timeout=seconds), size]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _compiled_groups[token]
+    return _C._TpuCompiledBackend(entry[0]._g, rank, size, seconds)
+
+
 def _create_backend(store, rank, size, timeout):
     _pick_device()
     # The inner gloo group lives under its own prefix of this group's store
@@ -50,6 +90,9 @@ def _create_backend(store, rank, size, timeout):
     # counter once per creation, so all members compute the same generation,
     # and each generation has keys of its own.
     generation = (store.add(_STORE_PREFIX + "generation", 1) - 1) // size
+    compiled = _compiled_backend(store, f"{_STORE_PREFIX}{generation}/", rank, size, timeout)
+    if compiled is not None:
+        return compiled
     inner = dist.ProcessGroupGloo(dist.PrefixStore(f"{_STORE_PREFIX}{generation}/", store),
                                   rank, size, timeout)
     backend = _C._TpuHostBackend(inner, rank, size)

@@ -160,6 +160,22 @@ class TpuCompiledBackend : public c10d::Backend {
     output.copy_(mine.view(output.sizes()));
     return completed({output});
   }
+  WorkPtr allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "allgather_into_tensor_coalesced: needs as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); i++) _allgather_base(outputs[i], inputs[i], opts);
+    return completed(outputs);
+  }
+  WorkPtr reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(),
+                "reduce_scatter_tensor_coalesced: needs as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); i++) _reduce_scatter_base(outputs[i], inputs[i], opts);
+    return completed(outputs);
+  }
   WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
                         std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) override {
     TORCH_CHECK(output_splits.empty() && input_splits.empty(),
@@ -179,7 +195,13 @@ class TpuCompiledBackend : public c10d::Backend {
   }
 
  private:
+  // CPU tensors (barrier, the object collectives, init_process_group("tpu")
+  // serving device cpu) go through the rank's device and come back.
   at::Tensor run(int kind, int reduce, const at::Tensor& t) {
+    if (t.is_cpu()) {
+      c10::Device d(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(grp_->devices[rank_]));
+      return coll_run(*grp_, kind, reduce, {}, t.to(d), timeout_s_).cpu();
+    }
     return coll_run(*grp_, kind, reduce, {}, t, timeout_s_);
   }
   std::shared_ptr<CollGroup> grp_;

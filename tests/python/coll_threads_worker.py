@@ -205,6 +205,74 @@ def bench(group, numel, iters):
     return times
 
 
+def world_rank(r, store):
+    """One rank's thread: init_process_group("tpu") in its own thread-local
+    world; the backend finds every member in this process and picks the
+    compiled transport by itself."""
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+    d = f"tpu:{r}"
+    torch.tpu.set_device(r)
+    dist.init_process_group("tpu", rank=r, world_size=N, store=store)
+    info = torch.tpu.distributed_transport()
+    record("world/transport", info["transport"] == "compiled" and info["rank"] == r, str(info))
+    xs = [make_input(970, q, torch.float32, (2 * N, 3)) for q in range(N)]
+    x = xs[r].to(d)
+    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+    record("world/all_reduce/avg", torch.equal(x.cpu(), reference("all_reduce", "avg", xs)[r]), f"rank {r}")
+    b = xs[r].to(d)
+    dist.broadcast(b, src=N - 1)
+    record("world/broadcast", torch.equal(b.cpu(), xs[N - 1]), f"rank {r}")
+    y = funcol.all_reduce(xs[r].to(d), "sum", dist.group.WORLD)
+    record("world/funcol/all_reduce", torch.equal(y.cpu(), reference("all_reduce", "sum", xs)[r]), f"rank {r}")
+    z = funcol.all_gather_tensor(xs[r].to(d), 0, dist.group.WORLD)
+    record("world/funcol/all_gather_tensor", torch.equal(z.cpu(), torch.cat(xs)), f"rank {r}")
+    objs = [None] * N
+    dist.all_gather_object(objs, {"rank": r})
+    record("world/all_gather_object", objs == [{"rank": q} for q in range(N)], f"rank {r}: {objs}")
+    # DDP: parameters start from rank 0's, gradients are the ranks' average
+    torch.manual_seed(r)  # every rank starts with other weights
+    m = torch.nn.Linear(3, 2).to(d)
+    ddp = torch.nn.parallel.DistributedDataParallel(m)
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(3, 2)
+    inputs = [make_input(980, q, torch.float32, (4, 3)) for q in range(N)]
+    grads = []
+    for q in range(N):
+        ref.zero_grad()
+        ref(inputs[q]).square().sum().backward()
+        grads.append(ref.weight.grad.clone())
+    ddp(inputs[r].to(d)).square().sum().backward()
+    want = sum(grads) / N
+    # float32 on both sides, summed in different orders: a few ulps
+    ok = torch.equal(m.bias.detach().cpu(), ref.bias.detach()) and \
+        torch.allclose(m.weight.grad.cpu(), want, rtol=1e-6, atol=1e-6)
+    record("world/ddp", ok, f"rank {r}: {m.weight.grad.cpu()} want {want}")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def world_checks():
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.multi_threaded_pg import _install_threaded_pg
+    _install_threaded_pg()  # a thread-local world per rank thread, as PyTorch's own threaded tests
+    torch._C._distributed_c10d._set_thread_isolation_mode(True)
+    store = dist.HashStore()
+    errors = []
+
+    def target(r):
+        try:
+            world_rank(r, store)
+        except BaseException:  # noqa: BLE001
+            errors.append(traceback.format_exc())
+    ts = [threading.Thread(target=target, args=(r,)) for r in range(N)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=300)
+    record("world/finished", not errors and not any(t.is_alive() for t in ts), "\n".join(errors))
+
+
 def main():
     assert torch.tpu.device_count() >= N, torch.tpu.device_count()
     group = CompiledGroup(world_size=N, timeout=60.0)
@@ -251,6 +319,7 @@ def main():
             t.start()
         for t in ts:
             t.join(timeout=120)
+    world_checks()
     results["_stats"] = {"ok": True, "detail": str(torch_tpu.distributed_threads.stats())}
     with open(OUT, "w") as f:
         json.dump(results, f, indent=1)

@@ -11,7 +11,12 @@ The same transport through torch.distributed: each rank thread's own
 ProcessGroup (`CompiledGroup.process_group`) serves dist.all_reduce,
 all_gather(_into_tensor), reduce_scatter_tensor, all_to_all_single,
 broadcast and barrier. Also groups whose ranks sit on the devices in
-reverse order, and (at 4) a subgroup of two devices. The checks run in `coll_threads_worker.py`, which
+reverse order, and (at 4) a subgroup of two devices. And
+`init_process_group("tpu")` in each rank thread's own world (PyTorch's
+threaded process-group world): the backend sees every member in this
+process and picks the compiled transport; all_reduce, broadcast,
+functional collectives, all_gather_object and DDP gradients (against the
+average of CPU gradients) run on it. The checks run in `coll_threads_worker.py`, which
 records each by name.
 """
 import json
@@ -58,5 +63,7 @@ def test_collectives_as_threads(n, tmp_path):
     for name in ["mismatch/raises", "timeout/raises", "after-errors/all_reduce",
                  "all_reduce/transposed", "all_reduce/0-dim", "all_reduce_/in-place",
                  "transport/compiled", "threads/finished", "c10d/transport",
-                 f"devices{list(range(n))[::-1]}"] + ([f"devices{[n - 1, 1]}"] if n > 2 else []):
+                 f"devices{list(range(n))[::-1]}", "world/transport", "world/all_reduce/avg",
+                 "world/broadcast", "world/funcol/all_reduce", "world/funcol/all_gather_tensor",
+                 "world/all_gather_object", "world/ddp", "world/finished"] + ([f"devices{[n - 1, 1]}"] if n > 2 else []):
         assert name in res, name
