@@ -7,10 +7,13 @@ Registered at `import torch_tpu`:
     dist.init_process_group()                    # the same: tpu maps to "tpu"
 
 The backend object is a C++ `c10d::Backend` (`csrc/torch/c10d_backend.cpp`).
-Its one transport today is the host transport: tpu tensors are copied to host
-memory, reduced or exchanged by an inner gloo Backend made here from the
-group's own Store under the prefix "tpu_host/", and copied back into the
-caller's tensors. `distributed_transport()` (also `torch.tpu.distributed_transport`)
+Two transports: where every member of a group is a thread of this process on
+its own device of this client, the compiled transport (`_TpuCompiledBackend`
+over `torch_tpu.distributed_threads.CompiledGroup`: one StableHLO program per
+collective over all the devices); otherwise the host transport: tpu tensors
+are copied to host memory, reduced or exchanged by an inner gloo Backend made
+here from the group's own Store under the prefix "tpu_host/", and copied back
+into the caller's tensors. `distributed_transport()` (also `torch.tpu.distributed_transport`)
 says which transport a group uses and why.
 """
 import os
