@@ -19,6 +19,7 @@ OUT = sys.argv[2]
 DTYPES = [torch.float32, torch.bfloat16, torch.int32, torch.int64]
 results = {}
 lock = threading.Lock()
+rng_lock = threading.Lock()  # the CPU generator is shared by the rank threads
 
 
 def record(name, ok, detail=""):
@@ -231,11 +232,12 @@ def world_rank(r, store):
     dist.all_gather_object(objs, {"rank": r})
     record("world/all_gather_object", objs == [{"rank": q} for q in range(N)], f"rank {r}: {objs}")
     # DDP: parameters start from rank 0's, gradients are the ranks' average
-    torch.manual_seed(r)  # every rank starts with other weights
-    m = torch.nn.Linear(3, 2).to(d)
+    with rng_lock:
+        torch.manual_seed(r)  # every rank starts with other weights
+        m = torch.nn.Linear(3, 2).to(d)
+        torch.manual_seed(0)
+        ref = torch.nn.Linear(3, 2)
     ddp = torch.nn.parallel.DistributedDataParallel(m)
-    torch.manual_seed(0)
-    ref = torch.nn.Linear(3, 2)
     inputs = [make_input(980, q, torch.float32, (4, 3)) for q in range(N)]
     grads = []
     for q in range(N):
@@ -248,6 +250,39 @@ def world_rank(r, store):
     ok = torch.equal(m.bias.detach().cpu(), ref.bias.detach()) and \
         torch.allclose(m.weight.grad.cpu(), want, rtol=1e-6, atol=1e-6)
     record("world/ddp", ok, f"rank {r}: {m.weight.grad.cpu()} want {want}")
+    # FSDP2: fully_shard over a 1-D mesh, 3 SGD steps, each rank half of the
+    # batch; the ranks' mean loss against one CPU process on the whole batch
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("tpu", (N,))
+
+    def mlp():
+        return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    with rng_lock:
+        torch.manual_seed(0)
+        fm, cm = mlp().to(d), mlp()
+        cm.load_state_dict({k: v.cpu() for k, v in fm.state_dict().items()})
+        batches = [torch.randn(2 * N, 4) for _ in range(3)]
+    for layer in (fm[0], fm[2], fm):
+        fully_shard(layer, mesh=mesh)
+    fopt, copt = torch.optim.SGD(fm.parameters(), lr=0.1), torch.optim.SGD(cm.parameters(), lr=0.1)
+    got, want = [], []
+    for x in batches:
+        loss = fm(x[2 * r:2 * r + 2].to(d)).square().mean()
+        loss.backward()
+        fopt.step()
+        fopt.zero_grad()
+        got.append(loss.detach())
+        closs = cm(x).square().mean()
+        closs.backward()
+        copt.step()
+        copt.zero_grad()
+        want.append(closs.item())
+    mean = torch.stack(got)
+    dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+    # float32 on both sides; XLA:CPU and ATen order the matmul sums differently
+    record("world/fsdp2", torch.allclose(mean.cpu(), torch.tensor(want), rtol=1e-5, atol=1e-7),
+           f"rank {r}: {mean.cpu().tolist()} want {want}")
     dist.barrier()
     dist.destroy_process_group()
 

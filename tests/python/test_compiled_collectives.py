@@ -15,8 +15,9 @@ reverse order, and (at 4) a subgroup of two devices. And
 `init_process_group("tpu")` in each rank thread's own world (PyTorch's
 threaded process-group world): the backend sees every member in this
 process and picks the compiled transport; all_reduce, broadcast,
-functional collectives, all_gather_object and DDP gradients (against the
-average of CPU gradients) run on it. The checks run in `coll_threads_worker.py`, which
+functional collectives, all_gather_object, DDP gradients (against the
+average of CPU gradients) and FSDP2 training losses (against one CPU
+process on the whole batch) run on it. The checks run in `coll_threads_worker.py`, which
 records each by name.
 """
 import json
@@ -65,5 +66,5 @@ def test_collectives_as_threads(n, tmp_path):
                  "transport/compiled", "threads/finished", "c10d/transport",
                  f"devices{list(range(n))[::-1]}", "world/transport", "world/all_reduce/avg",
                  "world/broadcast", "world/funcol/all_reduce", "world/funcol/all_gather_tensor",
-                 "world/all_gather_object", "world/ddp", "world/finished"] + ([f"devices{[n - 1, 1]}"] if n > 2 else []):
+                 "world/all_gather_object", "world/ddp", "world/fsdp2", "world/finished"] + ([f"devices{[n - 1, 1]}"] if n > 2 else []):
         assert name in res, name
