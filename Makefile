@@ -14,7 +14,7 @@ CFLAGS := -std=c11 -O2 -g -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -Icsrc -MMD 
 CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wno-unused-parameter -Icsrc -MMD -MP \
             -DTORCH_EXTENSION_NAME=_C -DTORCH_API_INCLUDE_EXTENSION_H
 
-CORE_SRCS := $(sort $(wildcard csrc/core/*.c csrc/pjrt/*.c csrc/shlo/*.c csrc/ops/*.c \
+CORE_SRCS := $(sort $(wildcard csrc/core/*.c csrc/pjrt/*.c csrc/shlo/*.c csrc/ops/*.c csrc/dist/*.c \
                                 csrc/graph/*.c csrc/cache/*.c))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
 CXX_SRCS := $(sort $(wildcard csrc/torch/*.cpp))
@@ -95,7 +95,7 @@ $(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
 
 # The core's own tests through tests/c/core_glue.h: golden StableHLO of
 # representative lowerings, cache-key construction, Fused loop cuts.
-CORE_TESTS := $(addprefix $(BUILD)/test_,lowering_golden cache_keys fused_loops)
+CORE_TESTS := $(addprefix $(BUILD)/test_,lowering_golden cache_keys fused_loops collectives)
 $(CORE_TESTS): $(BUILD)/test_%: tests/c/test_%.c tests/c/core_glue.h $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
 
@@ -122,6 +122,7 @@ test-c: build $(CORE_TESTS) $(BUILD)/test_runner
 	$(MEMCHECK) $(BUILD)/test_lowering_golden
 	$(BUILD)/test_cache_keys $(PLUGIN)
 	$(BUILD)/test_fused_loops $(PLUGIN)
+	$(BUILD)/test_collectives $(PLUGIN)
 	$(MEMCHECK) $(BUILD)/test_disk_cache $(PLUGIN)
 	$(MAKE) -f tests/c/Makefile.runtime PLUGIN=$(PLUGIN) \
 	  $(if $(shell command -v valgrind),valgrind,run-runtime)
@@ -144,7 +145,7 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py \
             --ignore=tests/python/test_pytorch_tests_harness.py --ignore=tests/python/test_doctor.py \
             --ignore=tests/python/test_memory_stats.py --ignore=tests/python/test_dumps.py \
-            --ignore=tests/python/test_profiler.py \
+            --ignore=tests/python/test_profiler.py --ignore=tests/python/test_compiled_collectives.py \
             --ignore=tests/python/test_pytorch_fixes_ufuncs.py \
             --ignore=tests/python/test_distributed.py \
             --ignore=tests/python/test_fuzz_short.py --ignore=tests/python/test_fault_injection.py \

@@ -7,12 +7,19 @@ Registered at `import torch_tpu`:
     dist.init_process_group()                    # the same: tpu maps to "tpu"
 
 The backend object is a C++ `c10d::Backend` (`csrc/torch/c10d_backend.cpp`).
-Its one transport today is the host transport: tpu tensors are copied to host
-memory, reduced or exchanged by an inner gloo Backend made here from the
-group's own Store under the prefix "tpu_host/", and copied back into the
-caller's tensors. `distributed_transport()` (also `torch.tpu.distributed_transport`)
+Two transports: where every member of a group is a thread of this process on
+its own device of this client, the compiled transport (`_TpuCompiledBackend`
+over `torch_tpu.distributed_threads.CompiledGroup`: one StableHLO program per
+collective over all the devices); otherwise the host transport: tpu tensors
+are copied to host memory, reduced or exchanged by an inner gloo Backend made
+here from the group's own Store under the prefix "tpu_host/", and copied back
+into the caller's tensors. `distributed_transport()` (also `torch.tpu.distributed_transport`)
 says which transport a group uses and why.
 """
+import os
+import threading
+import uuid
+
 import torch
 import torch.distributed as dist
 
@@ -39,6 +46,42 @@ def _pick_device():
         torch.tpu.set_device(int(local))
 
 
+# Identifies this process to the other members of a group (a pid alone can
+# repeat across hosts or pid namespaces).
+_PROCESS_TOKEN = f"{os.getpid()}-{uuid.uuid4().hex}"
+_compiled_lock = threading.Lock()
+_compiled_groups = {}  # group token -> [CompiledGroup, members still to take it]
+
+
+def _compiled_backend(store, prefix, rank, size, timeout):
+    """The compiled transport's backend when every member of the group is a
+    thread of this process on its own device of this client (each thread's
+    current device), else None (the host transport). Members compare where
+    they are through the group's store."""
+    if size < 2 or not hasattr(_C, "_TpuCompiledBackend"):
+        return None
+    me = f"{_PROCESS_TOKEN}|{torch.tpu.current_device()}"
+    store.set(f"{prefix}where/{rank}", me)
+    wheres = [store.get(f"{prefix}where/{r}").decode() for r in range(size)]
+    tokens = {w.rsplit("|", 1)[0] for w in wheres}
+    devices = [int(w.rsplit("|", 1)[1]) for w in wheres]
+    if tokens != {_PROCESS_TOKEN} or len(set(devices)) != size:
+        return None
+    if rank == 0:
+        store.set(f"{prefix}compiled_token", uuid.uuid4().hex)
+    token = store.get(f"{prefix}compiled_token").decode()
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+    with _compiled_lock:
+        entry = _compiled_groups.get(token)
+        if entry is None:
+            from .distributed_threads import CompiledGroup
+            entry = _compiled_groups[token] = [CompiledGroup(devices=devices, timeout=seconds), size]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _compiled_groups[token]
+    return _C._TpuCompiledBackend(entry[0]._g, rank, size, seconds)
+
+
 def _create_backend(store, rank, size, timeout):
     _pick_device()
     # The inner gloo group lives under its own prefix of this group's store
@@ -50,6 +93,9 @@ def _create_backend(store, rank, size, timeout):
     # counter once per creation, so all members compute the same generation,
     # and each generation has keys of its own.
     generation = (store.add(_STORE_PREFIX + "generation", 1) - 1) // size
+    compiled = _compiled_backend(store, f"{_STORE_PREFIX}{generation}/", rank, size, timeout)
+    if compiled is not None:
+        return compiled
     inner = dist.ProcessGroupGloo(dist.PrefixStore(f"{_STORE_PREFIX}{generation}/", store),
                                   rank, size, timeout)
     backend = _C._TpuHostBackend(inner, rank, size)
@@ -61,6 +107,7 @@ def _register():
     if _registered or not dist.is_available():
         return
     _C._register_c10d(_C)
+    _C._register_compiled_backend(_C)
     # devices: "tpu" gets this backend by default (init_process_group() with no
     # backend is "cpu:gloo,tpu:tpu"); "cpu" lets init_process_group("tpu")
     # serve cpu tensors as well, which barrier() and the object collectives use.
@@ -82,12 +129,26 @@ def _tpu_backend(group=None):
 def distributed_transport(group=None) -> dict:
     """Which transport the `tpu` collectives of `group` (default: the world group) use, and why.
 
-    Returns a dict: ``transport`` ("host" or "none"), ``backend`` (the backend
+    A `torch_tpu.distributed.CompiledGroup` (ranks as threads of this process)
+    reports "compiled". Returns a dict: ``transport`` ("host", "compiled" or "none"), ``backend`` (the backend
     name serving device tpu), ``inner`` (the engine that moves the bytes),
     ``reason`` (a sentence), ``world_size`` and ``rank``.
     """
+    from .distributed_threads import CompiledGroup
+    if isinstance(group, CompiledGroup):
+        return group.transport()
     backend = _tpu_backend(group)
     g = group if group is not None else dist.group.WORLD
+    if isinstance(backend, getattr(_C, "_TpuCompiledBackend", ())):
+        info = {"world_size": g.size(), "rank": g.rank()}  # not a registered group
+        info.update(transport="compiled", backend="tpu_compiled", inner=None,
+                    devices=list(backend.devices),
+                    reason=("every rank of this group is a thread of this process on its own "
+                            "device of one PJRT client (torch_tpu.distributed.CompiledGroup), "
+                            "so each collective is one StableHLO program compiled for "
+                            f"{len(backend.devices)} partitions with this device assignment "
+                            "and launched once over all of them"))
+        return info
     info = {"world_size": dist.get_world_size(g), "rank": dist.get_rank(g)}
     if backend is None:
         info.update(transport="none", backend=None, inner=None,
@@ -111,3 +172,6 @@ def distributed_transport(group=None) -> dict:
 def stats() -> dict:
     """Counters of the host transport: collectives run through it, bytes staged to and from tpu."""
     return dict(_C._c10d_stats())
+
+
+from .distributed_threads import CompiledGroup  # noqa: E402  (ranks as threads)

@@ -134,6 +134,22 @@ void tt_executable_release(tt_executable *exe);
 tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
                      tt_buffer **outs, int num_outs);
 
+/* Multi-device programs (compiled collectives; runtime_spmd.c). Compiles a
+ * StableHLO module for n devices of this client: num_partitions = n, SPMD
+ * partitioning, and a 1 x n device assignment where partition r runs on
+ * client device devices[r] (partition ids are what replica groups name).
+ * The executable cannot be launched with tt_execute. */
+tt_error *tt_compile_spmd(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                          const int *devices, int n, tt_executable **out);
+/* 1 for single-device programs, n for tt_compile_spmd's. */
+int tt_executable_num_devices(const tt_executable *exe);
+/* Launches a multi-device program once over its n devices: args holds
+ * n x num_args buffers, rank-major (rank r's on devices[r], the list given at
+ * compile time, in any order); outs receives n x num_outs new buffers in the
+ * same layout. Waits for completion (errors are returned here). */
+tt_error *tt_execute_spmd(tt_executable *exe, const int *devices, tt_buffer *const *args,
+                          int num_args, tt_buffer **outs, int num_outs);
+
 /* Serializes a compiled executable to bytes (malloc'd, caller frees) and
  * back. Needed by the persistent cache. */
 tt_error *tt_executable_serialize(tt_executable *exe, void **bytes, size_t *size);

@@ -75,7 +75,7 @@ tt_error *tt_buffer_wrap(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_dtype d
 }
 
 /* Reads dtype and dims from the plugin (outputs of unknown shape). */
-static tt_error *wrap_queried(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_buffer **out) {
+tt_error *tt_buffer_wrap_queried(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_buffer **out) {
   const PJRT_Api *api = rt->api;
   PJRT_Buffer_ElementType_Args t = {.struct_size = PJRT_Buffer_ElementType_Args_SIZE, .buffer = pb};
   PJRT_Buffer_Dimensions_Args d = {.struct_size = PJRT_Buffer_Dimensions_Args_SIZE, .buffer = pb};
@@ -365,6 +365,7 @@ void tt_executable_destroy_now(tt_executable *e) {
   free(e->out_dtypes);
   free(e->out_ndims);
   free(e->out_dims);
+  free(e->spmd_devices);
   free(e);
 }
 
@@ -420,8 +421,11 @@ static void read_output_shapes(tt_executable *e, PJRT_Executable *pe) {
   e->out_known = true;
 }
 
-/* Wraps a loaded executable (takes ownership). */
-static tt_error *executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, tt_executable **out) {
+/* Wraps a loaded executable (takes ownership). spmd: it may span several
+ * devices (tt_compile_spmd), whose client indices it records in the order
+ * the plugin lists them. */
+tt_error *tt_executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, bool spmd,
+                             tt_executable **out) {
   const PJRT_Api *api = rt->api;
   tt_executable *e = calloc(1, sizeof *e);
   if (!e) {
@@ -462,11 +466,24 @@ static tt_error *executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, tt_e
     err = tt_pjrt_error(api, api->PJRT_LoadedExecutable_AddressableDevices(&ad), TT_ERR_RUNTIME,
                         "PJRT_LoadedExecutable_AddressableDevices failed");
     e->fixed_device = -1;
-    if (!err && ad.num_addressable_devices > 1)
+    if (!err && spmd) {
+      e->spmd_devices = calloc(ad.num_addressable_devices ? ad.num_addressable_devices : 1,
+                               sizeof *e->spmd_devices);
+      if (!e->spmd_devices) err = oom();
+      for (size_t k = 0; !err && k < ad.num_addressable_devices; k++) {
+        e->spmd_devices[k] = -1;
+        for (int i = 0; i < rt->num_devices; i++)
+          if (rt->devices[i] == ad.addressable_devices[k]) e->spmd_devices[k] = i;
+        if (e->spmd_devices[k] < 0)
+          err = tt_error_new(TT_ERR_RUNTIME, "executable bound to a device the client does not list");
+      }
+      e->num_spmd_devices = (int)ad.num_addressable_devices;
+      e->fixed_device = -2;
+    } else if (!err && ad.num_addressable_devices > 1)
       err = tt_error_new(TT_ERR_NOT_IMPLEMENTED,
                          "executable spans %zu devices; only single-device programs are supported",
                          ad.num_addressable_devices);
-    if (!err && ad.num_addressable_devices == 1) {
+    if (!err && !spmd && ad.num_addressable_devices == 1) {
       for (int i = 0; i < rt->num_devices; i++)
         if (rt->devices[i] == ad.addressable_devices[0]) e->fixed_device = i;
       if (e->fixed_device < 0)
@@ -508,7 +525,7 @@ tt_error *tt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
   };
   TT_TRY(tt_pjrt_error(api, api->PJRT_Client_Compile(&a), TT_ERR_COMPILE,
                        "the PJRT plugin rejected the program"));
-  tt_error *err = executable_wrap(rt, a.executable, out);
+  tt_error *err = tt_executable_wrap(rt, a.executable, false, out);
   if (!err) (*out)->may_donate = memmem(mlir_text, text_len, "tf.aliasing_output", 18) != NULL;
   return err;
 }
@@ -544,6 +561,10 @@ static tt_error *tt_execute_untraced(tt_executable *exe, int device, tt_buffer *
   if (num_outs != exe->num_outputs)
     return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_execute: program has %d outputs, caller gave %d",
                         exe->num_outputs, num_outs);
+  if (exe->num_spmd_devices > 0)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                        "tt_execute: the executable spans %d devices; launch it with tt_execute_spmd",
+                        exe->num_spmd_devices);
   if (exe->fixed_device >= 0 && exe->fixed_device != device)
     return tt_error_new(TT_ERR_INVALID_ARGUMENT,
                         "tt_execute: executable is bound to device %d (compile it as portable to "
@@ -614,7 +635,7 @@ static tt_error *tt_execute_untraced(tt_executable *exe, int device, tt_buffer *
           werr = tt_buffer_wrap(rt, outv[i], device, exe->out_dtypes[i], exe->out_ndims[i],
                                 exe->out_dims[i], &outs[i]);
         else
-          werr = wrap_queried(rt, outv[i], device, &outs[i]);
+          werr = tt_buffer_wrap_queried(rt, outv[i], device, &outs[i]);
         if (werr && !err) err = werr;
         else tt_error_free(werr);
         if (werr) outs[i] = NULL;
@@ -681,7 +702,7 @@ tt_error *tt_executable_deserialize(tt_runtime *rt, const void *bytes, size_t si
   };
   TT_TRY(tt_pjrt_error(api, api->PJRT_Executable_DeserializeAndLoad(&a), TT_ERR_RUNTIME,
                        "loading the serialized executable failed"));
-  return executable_wrap(rt, a.loaded_executable, out);
+  return tt_executable_wrap(rt, a.loaded_executable, false, out);
 }
 
 /* ------------------------------------------------------ device memory */

@@ -98,7 +98,9 @@ struct tt_executable {
   atomic_int inflight;
   int num_outputs;
   int64_t temp_bytes; /* scratch memory each run allocates; -1: unknown */
-  int fixed_device; /* -1: portable, runs anywhere via execute_device */
+  int fixed_device; /* -1: portable, runs anywhere via execute_device; -2: spmd */
+  int num_spmd_devices; /* > 0: a multi-device program (tt_compile_spmd) */
+  int *spmd_devices;    /* its devices (client indices), in the plugin's order */
   bool out_known;   /* out_dtypes/out_ndims/out_dims are filled */
   bool may_donate;  /* the program aliases inputs to outputs (or may: loaded) */
   tt_runtime *rt;
@@ -132,6 +134,12 @@ bool tt_dtype_of_pjrt(PJRT_Buffer_Type t, tt_dtype *out);
 /* Wraps a freshly created PJRT buffer (takes ownership; destroys it on failure). */
 tt_error *tt_buffer_wrap(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_dtype dtype, int ndim,
                          const int64_t *dims, tt_buffer **out);
+
+/* Wraps a PJRT buffer an execution returned, asking it for its type and dims. */
+tt_error *tt_buffer_wrap_queried(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_buffer **out);
+/* Wraps a loaded executable (takes ownership); spmd: it may span devices. */
+tt_error *tt_executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, bool spmd,
+                             tt_executable **out);
 
 /* ------------------------------------------------------ test/bench hooks */
 

@@ -1,0 +1,277 @@
+/* PJRT runtime, part 4: programs that span several devices of the client
+ * (compiled collectives). One program is compiled with num_partitions = n,
+ * SPMD partitioning on and a 1 x n device assignment of the devices' global
+ * ids, and launched once with one argument list per device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/trace.h"
+#include "pjrt/runtime_internal.h"
+
+static tt_error *oom(void) { return tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory"); }
+
+/* ------------------------------------------------------ protobuf writing */
+
+typedef struct {
+  uint8_t *p;
+  size_t n, cap;
+  bool failed;
+} pb_buf;
+
+static void pb_byte(pb_buf *b, uint8_t v) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 64;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) {
+      b->failed = true;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  b->p[b->n++] = v;
+}
+
+static void pb_varint(pb_buf *b, uint64_t v) {
+  while (v >= 0x80) {
+    pb_byte(b, (uint8_t)(v | 0x80));
+    v >>= 7;
+  }
+  pb_byte(b, (uint8_t)v);
+}
+
+static void pb_int(pb_buf *b, unsigned field, uint64_t v) {
+  pb_varint(b, (uint64_t)field << 3);
+  pb_varint(b, v);
+}
+
+static void pb_bytes(pb_buf *b, unsigned field, const pb_buf *inner) {
+  pb_varint(b, ((uint64_t)field << 3) | 2);
+  pb_varint(b, inner->n);
+  for (size_t i = 0; i < inner->n; i++) pb_byte(b, inner->p[i]);
+  if (inner->failed) b->failed = true;
+}
+
+/* CompileOptionsProto {
+ *   executable_build_options (3) {
+ *     num_replicas (4) = 1, num_partitions (5) = n, use_spmd_partitioning (6) = true,
+ *     device_assignment (9) { replica_count (1) = 1, computation_count (2) = n,
+ *                             computation_devices (3) { replica_device_ids (1) = id } x n } } }
+ * Field numbers: ../shared/DESIGN-NOTES.md, section 5. */
+static tt_error *encode_spmd_options(const int *ids, int n, pb_buf *out) {
+  pb_buf da = {0}, ebo = {0};
+  pb_int(&da, 1, 1);
+  pb_int(&da, 2, (uint64_t)n);
+  for (int i = 0; i < n; i++) {
+    pb_buf cd = {0};
+    pb_int(&cd, 1, (uint64_t)ids[i]);
+    pb_bytes(&da, 3, &cd);
+    free(cd.p);
+  }
+  pb_int(&ebo, 4, 1);
+  pb_int(&ebo, 5, (uint64_t)n);
+  pb_int(&ebo, 6, 1);
+  pb_bytes(&ebo, 9, &da);
+  pb_bytes(out, 3, &ebo);
+  free(da.p);
+  free(ebo.p);
+  if (out->failed) {
+    free(out->p);
+    out->p = NULL;
+    return oom();
+  }
+  return NULL;
+}
+
+/* The global id (PJRT_DeviceDescription_Id) of client device `device`. */
+static tt_error *device_global_id(tt_runtime *rt, int device, int *id) {
+  const PJRT_Api *api = rt->api;
+  if (!TT_PJRT_HAS(api, PJRT_DeviceDescription_Id))
+    return tt_error_new(TT_ERR_NOT_IMPLEMENTED, "the PJRT plugin has no PJRT_DeviceDescription_Id");
+  PJRT_Device_GetDescription_Args g = {.struct_size = PJRT_Device_GetDescription_Args_SIZE,
+                                       .device = rt->devices[device]};
+  TT_TRY(tt_pjrt_error(api, api->PJRT_Device_GetDescription(&g), TT_ERR_PLUGIN,
+                       "PJRT_Device_GetDescription failed"));
+  PJRT_DeviceDescription_Id_Args a = {.struct_size = PJRT_DeviceDescription_Id_Args_SIZE,
+                                      .device_description = g.device_description};
+  TT_TRY(tt_pjrt_error(api, api->PJRT_DeviceDescription_Id(&a), TT_ERR_PLUGIN,
+                       "PJRT_DeviceDescription_Id failed"));
+  *id = a.id;
+  return NULL;
+}
+
+tt_error *tt_compile_spmd(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                          const int *devices, int n, tt_executable **out) {
+  if (!rt || !mlir_text || !devices || !out || n < 1)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_compile_spmd: bad arguments");
+  *out = NULL;
+  int *ids = calloc((size_t)n, sizeof *ids);
+  if (!ids) return oom();
+  tt_error *err = NULL;
+  for (int i = 0; i < n && !err; i++) {
+    if (devices[i] < 0 || devices[i] >= rt->num_devices)
+      err = tt_error_new(TT_ERR_INDEX, "tt_compile_spmd: device %d out of range (the %s client has %d)",
+                         devices[i], rt->platform, rt->num_devices);
+    for (int j = 0; j < i && !err; j++)
+      if (devices[j] == devices[i])
+        err = tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_compile_spmd: device %d listed twice",
+                           devices[i]);
+    if (!err) err = device_global_id(rt, devices[i], &ids[i]);
+  }
+  pb_buf opts = {0};
+  if (!err) err = encode_spmd_options(ids, n, &opts);
+  free(ids);
+  if (err) return err;
+  static const char format[] = "mlir";
+  PJRT_Program prog = {
+      .struct_size = PJRT_Program_SIZE,
+      .code = (char *)mlir_text, /* not modified by the plugin */
+      .code_size = text_len,
+      .format = format,
+      .format_size = sizeof format - 1,
+  };
+  const PJRT_Api *api = rt->api;
+  PJRT_Client_Compile_Args a = {
+      .struct_size = PJRT_Client_Compile_Args_SIZE,
+      .client = rt->client,
+      .program = &prog,
+      .compile_options = (const char *)opts.p,
+      .compile_options_size = opts.n,
+  };
+  err = tt_pjrt_error(api, api->PJRT_Client_Compile(&a), TT_ERR_COMPILE,
+                      "the PJRT plugin rejected the multi-device program");
+  free(opts.p);
+  if (err) return err;
+  TT_TRY(tt_executable_wrap(rt, a.executable, true, out));
+  (*out)->may_donate = false;
+  if ((*out)->num_spmd_devices != n) {
+    int got = (*out)->num_spmd_devices;
+    tt_executable_release(*out);
+    *out = NULL;
+    return tt_error_new(TT_ERR_RUNTIME,
+                        "the multi-device program addresses %d devices, %d were assigned", got, n);
+  }
+  return NULL;
+}
+
+int tt_executable_num_devices(const tt_executable *exe) {
+  return !exe ? 0 : exe->num_spmd_devices > 0 ? exe->num_spmd_devices : 1;
+}
+
+static tt_error *execute_spmd(tt_executable *exe, const int *devices, tt_buffer *const *args,
+                              int num_args, tt_buffer **outs, int num_outs) {
+  int n = exe->num_spmd_devices;
+  if (n <= 0)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                        "tt_execute_spmd: not a multi-device program (use tt_execute)");
+  if (num_outs != exe->num_outputs)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                        "tt_execute_spmd: program has %d outputs, caller gave %d", exe->num_outputs,
+                        num_outs);
+  tt_runtime *rt = exe->rt;
+  const PJRT_Api *api = rt->api;
+  /* caller's order (devices[r]) -> the plugin's order (spmd_devices[k]) */
+  int *order = calloc((size_t)n, sizeof *order);
+  PJRT_Buffer **argv = calloc((size_t)n * (size_t)(num_args ? num_args : 1), sizeof *argv);
+  PJRT_Buffer **outv = calloc((size_t)n * (size_t)(num_outs ? num_outs : 1), sizeof *outv);
+  PJRT_Buffer *const **arg_lists = calloc((size_t)n, sizeof *arg_lists);
+  PJRT_Buffer ***out_lists = calloc((size_t)n, sizeof *out_lists);
+  PJRT_Event **done = calloc((size_t)n, sizeof *done);
+  tt_error *err = NULL;
+  if (!order || !argv || !outv || !arg_lists || !out_lists || !done) err = oom();
+  for (int k = 0; k < n && !err; k++) {
+    order[k] = -1;
+    for (int r = 0; r < n; r++)
+      if (devices[r] == exe->spmd_devices[k]) order[k] = r;
+    if (order[k] < 0)
+      err = tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                         "tt_execute_spmd: the program runs on device %d, which the caller's "
+                         "device list lacks",
+                         exe->spmd_devices[k]);
+  }
+  for (int k = 0; k < n && !err; k++) {
+    int r = order[k];
+    for (int i = 0; i < num_args && !err; i++) {
+      tt_buffer *b = args[(size_t)r * (size_t)num_args + (size_t)i];
+      if (!b)
+        err = tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_execute_spmd: argument %d of rank %d is NULL",
+                           i, r);
+      else if (b->device != devices[r])
+        err = tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                           "tt_execute_spmd: argument %d of rank %d lives on device %d, not %d", i,
+                           r, b->device, devices[r]);
+      else
+        argv[(size_t)k * (size_t)num_args + (size_t)i] = b->buf;
+    }
+    arg_lists[k] = argv + (size_t)k * (size_t)num_args;
+    out_lists[k] = outv + (size_t)k * (size_t)num_outs;
+  }
+  if (!err) {
+    PJRT_ExecuteOptions xo = {.struct_size = PJRT_ExecuteOptions_SIZE};
+    PJRT_LoadedExecutable_Execute_Args a = {
+        .struct_size = PJRT_LoadedExecutable_Execute_Args_SIZE,
+        .executable = exe->exe,
+        .options = &xo,
+        .argument_lists = arg_lists,
+        .num_devices = (size_t)n,
+        .num_args = (size_t)num_args,
+        .output_lists = out_lists,
+        .device_complete_events = done,
+    };
+    err = tt_pjrt_error(api, api->PJRT_LoadedExecutable_Execute(&a), TT_ERR_RUNTIME,
+                        "launching the multi-device program failed");
+    /* Completion is awaited here: the executable must outlive the launch,
+     * and the callers' threads each wait for their own outputs anyway. */
+    for (int k = 0; k < n; k++) {
+      if (!done[k]) continue;
+      tt_error *e = tt_pjrt_await(api, done[k], TT_ERR_RUNTIME, "the multi-device program failed");
+      if (e && !err) err = e;
+      else tt_error_free(e);
+    }
+    for (int k = 0; k < n; k++) {
+      int r = order[k];
+      for (int i = 0; i < num_outs; i++) {
+        PJRT_Buffer *pb = outv[(size_t)k * (size_t)num_outs + (size_t)i];
+        tt_buffer **slot = &outs[(size_t)r * (size_t)num_outs + (size_t)i];
+        *slot = NULL;
+        if (!pb) continue;
+        if (err) {
+          tt_pjrt_buffer_destroy(api, pb);
+          continue;
+        }
+        tt_error *werr = exe->out_known ? tt_buffer_wrap(rt, pb, devices[r], exe->out_dtypes[i],
+                                                         exe->out_ndims[i], exe->out_dims[i], slot)
+                                        : tt_buffer_wrap_queried(rt, pb, devices[r], slot);
+        if (werr && !err) err = werr;
+        else tt_error_free(werr);
+      }
+    }
+    if (err)
+      for (int j = 0; j < n * num_outs; j++) {
+        tt_buffer_release(outs[j]);
+        outs[j] = NULL;
+      }
+  }
+  free(order);
+  free(argv);
+  free(outv);
+  free(arg_lists);
+  free(out_lists);
+  free(done);
+  return err;
+}
+
+tt_error *tt_execute_spmd(tt_executable *exe, const int *devices, tt_buffer *const *args,
+                          int num_args, tt_buffer **outs, int num_outs) {
+  if (!exe || !devices || (num_args > 0 && !args) || (num_outs > 0 && !outs) || num_args < 0)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_execute_spmd: bad arguments");
+  if (!tt_trace_on()) return execute_spmd(exe, devices, args, num_args, outs, num_outs);
+  double t0 = tt_trace_now_us();
+  tt_error *err = execute_spmd(exe, devices, args, num_args, outs, num_outs);
+  char detail[64];
+  snprintf(detail, sizeof detail, "%d devices, %d inputs, %d outputs each",
+           exe->num_spmd_devices, num_args, num_outs);
+  tt_trace_end("launch", err ? "launch (failed)" : "launch", t0, detail);
+  return err;
+}
