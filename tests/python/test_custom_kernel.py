@@ -84,22 +84,17 @@ def _train(model, idx, targets, steps, compiled):
     return torch.stack(losses), grads
 
 
-@pytest.mark.parametrize("mode", ["strict", "fused", "compile"])
-def test_llama_training_step_with_kernel_norms_matches_composite(rms, mode):
+def _models(cfg, rms):
     torch.manual_seed(0)
-    cfg = _tiny()
     ref = Llama(cfg)
     model = use_kernel_norms(Llama(cfg), rms)
     model.load_state_dict(ref.state_dict())
-    assert sum(isinstance(m, torch.nn.Module) and hasattr(m, "kernel") for m in model.modules()) == 3
-    idx = torch.randint(0, cfg.vocab_size, (2, 16))
-    targets = torch.randint(0, cfg.vocab_size, (2, 16))
-    ref_losses, ref_grads = _train(ref, idx, targets, 2, compiled=False)  # CPU, composite
-    model.to("tpu")
-    eager = "fused" if mode == "compile" else mode
-    with torch_tpu.eager_mode(eager):
-        losses, grads = _train(model, idx.to("tpu"), targets.to("tpu"), 2, compiled=mode == "compile")
-    # two steps: the second loss sees the first step's update of every weight
+    assert sum(hasattr(m, "kernel") for m in model.modules()) == 3  # 2 per layer + the final norm
+    return ref, model
+
+
+def _assert_matches(ref, losses, grads, ref_losses, ref_grads):
+    # float32 throughout: the kernel sums in another order than CPU's mean
     torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
     for (name, _), a, b in zip(ref.named_parameters(), grads, ref_grads):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
@@ -107,29 +102,53 @@ def test_llama_training_step_with_kernel_norms_matches_composite(rms, mode):
     assert len(norm_grads) == 3 and all(g.abs().sum() > 0 for g in norm_grads)
 
 
-def test_fused_step_keeps_the_kernel_inside_the_region(rms):
+@pytest.mark.parametrize("mode", ["strict", "compile"])
+def test_llama_training_step_with_kernel_norms_matches_composite(rms, mode):
+    cfg = _tiny()
+    ref, model = _models(cfg, rms)
+    idx = torch.randint(0, cfg.vocab_size, (2, 16))
+    targets = torch.randint(0, cfg.vocab_size, (2, 16))
+    ref_losses, ref_grads = _train(ref, idx, targets, 2, compiled=False)  # CPU, composite
+    model.to("tpu")
+    with torch_tpu.eager_mode("fused" if mode == "compile" else mode):
+        losses, grads = _train(model, idx.to("tpu"), targets.to("tpu"), 2, compiled=mode == "compile")
+    # two steps: the second loss sees the first step's update of every weight
+    _assert_matches(ref, losses, grads, ref_losses, ref_grads)
+
+
+def test_fused_training_step_matches_composite_and_keeps_the_kernel_in_the_region(rms):
     # Fused eager: the kernel is recorded like any op, so a training step
     # with kernel norms runs as many programs, flushed for the same reasons,
     # as with composite norms, and nothing falls back to CPU.
-    torch.manual_seed(1)
     cfg = _tiny()
+    ref, model = _models(cfg, rms)
+    composite = Llama(cfg)
+    composite.load_state_dict(ref.state_dict())
+    idx = torch.randint(0, cfg.vocab_size, (2, 16))
+    targets = torch.randint(0, cfg.vocab_size, (2, 16))
+    ref_losses, ref_grads = _train(ref, idx, targets, 3, compiled=False)  # CPU, composite
     seen = []
-    for use_kernel in (False, True):
-        model = Llama(cfg)
-        if use_kernel:
-            use_kernel_norms(model, rms)
-        model.to("tpu")
-        idx = torch.randint(0, cfg.vocab_size, (2, 16), device="tpu")
+    for m in (composite, model):
+        m.to("tpu")
+        opt = torch.optim.SGD(m.parameters(), lr=0.5)
+        losses, grads, stats = [], None, []
         with torch_tpu.eager_mode("fused"):
-            _train(model, idx, idx, 2, compiled=False)  # the loop's program settles
-            before = torch_tpu.cache_stats()
-            _train(model, idx, idx, 1, compiled=False)
+            for i in range(3):  # two steps settle the loop's program; the third is measured
+                stats.append(torch_tpu.cache_stats())
+                opt.zero_grad()
+                _, loss = m(idx.to("tpu"), targets.to("tpu"))
+                loss.backward()
+                opt.step()
+                losses.append(loss.detach().cpu())
+                grads = grads or [p.grad.detach().cpu().clone() for p in m.parameters()]
             after = torch_tpu.cache_stats()
+        before = stats[2]
         seen.append((after["fused"]["programs_run"] - before["fused"]["programs_run"],
                      {k: after["fused"]["flushes"][k] - before["fused"]["flushes"][k]
                       for k in after["fused"]["flushes"]},
                      after["fused"]["compiles"] - before["fused"]["compiles"],
                      after["ops_missing"] - before["ops_missing"]))
+    _assert_matches(ref, torch.stack(losses), grads, ref_losses, ref_grads)
     assert seen[0] == seen[1]
     assert seen[1][2] == 0 and seen[1][3] == 0  # steady state: no compile, no CPU fallback
 
@@ -219,3 +238,49 @@ def test_kernels_are_immutable_and_reregistration_is_idempotent():
         torch_tpu.custom_kernel(name, SCALE.replace("2.0", "3.0"), example_inputs=(torch.empty(3),))
     with pytest.raises(CustomKernelError, match="aten namespace"):
         torch_tpu.custom_kernel("aten::mine", SCALE, example_inputs=(torch.empty(3),))
+
+
+def test_reference_runs_on_cpu_and_debug_mode_checks_the_kernel_against_it():
+    wrong = torch_tpu.custom_kernel(fresh("scale"), SCALE, example_inputs=(torch.empty(3),),
+                                    reference=lambda x: x * 3)  # disagrees with the kernel's x * 2
+    x = torch.randn(4)
+    torch.testing.assert_close(wrong(x), x * 3)  # CPU tensors: the reference
+    torch.testing.assert_close(wrong(x.to("tpu")).cpu(), x * 2)
+    with torch_tpu.eager_mode("debug", check_cpu=True):
+        with pytest.raises(RuntimeError, match=r"scale_\d+.default output 0 diverges from CPU"):
+            wrong(x.to("tpu"))
+
+
+_PERSIST = r'''
+import sys, torch, torch_tpu
+text = """
+func.func @main(%x: tensor<${N}xf32>) -> tensor<${N}xf32> {
+  %c = stablehlo.constant dense<FACTOR> : tensor<${N}xf32>
+  %y = stablehlo.multiply %x, %c : tensor<${N}xf32>
+  return %y : tensor<${N}xf32>
+}""".replace("FACTOR", sys.argv[1])
+k = torch_tpu.custom_kernel("persist::scale", text, example_inputs=(torch.empty(3),))
+with torch_tpu.eager_mode("strict"):
+    y = k(torch.arange(4.0).to("tpu")).cpu()  # a host copy: the only program is the kernel's
+p = torch_tpu.cache_stats()["persistent"]
+print(y.tolist(), p["loads"], p["stores"])
+'''
+
+
+def test_persistent_cache_is_keyed_by_the_kernel_text(tmp_path):
+    # Same name, another text in a new process: a miss, never the program
+    # of the other text (the same text loads, as for every op).
+    import subprocess
+    env = dict(os.environ, TORCH_TPU_CACHE_DIR=str(tmp_path), TORCH_TPU_CACHE="1",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    script = tmp_path / "run.py"
+    script.write_text(_PERSIST)
+
+    def run(factor):
+        out = subprocess.run([sys.executable, str(script), factor], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip().splitlines()[-1]
+
+    assert run("2.0") == "[0.0, 2.0, 4.0, 6.0] 0 1"
+    assert run("3.0") == "[0.0, 3.0, 6.0, 9.0] 0 1"  # a key without the text would load 2x
