@@ -284,3 +284,25 @@ def test_persistent_cache_is_keyed_by_the_kernel_text(tmp_path):
 
     assert run("2.0") == "[0.0, 2.0, 4.0, 6.0] 0 1"
     assert run("3.0") == "[0.0, 3.0, 6.0, 9.0] 0 1"  # a key without the text would load 2x
+
+
+# A fixed-shape kernel in the form JAX prints (`jax.jit(f).lower(x).as_text()`):
+# a named module with attributes, argument and result attributes.
+JAX_STYLE = """
+module @jit_softplus attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<2x3xf32> {mhlo.layout_mode = "default"}) -> (tensor<2x3xf32> {jax.result_info = ""}) {
+    %0 = stablehlo.exponential %arg0 : tensor<2x3xf32>
+    %1 = stablehlo.log_plus_one %0 : tensor<2x3xf32>
+    return %1 : tensor<2x3xf32>
+  }
+}
+"""
+
+
+def test_fixed_shape_kernel_in_jax_form_compiles_for_its_own_shapes():
+    k = torch_tpu.custom_kernel(fresh("softplus"), JAX_STYLE)  # no example_inputs needed
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(k(x.to("tpu")).cpu(), torch.nn.functional.softplus(x))
+    with pytest.raises(CustomKernelError, match=r"argument 0 is tensor<3x2xf32>, which does not match "
+                                                r"the kernel's type tensor<2x3xf32>"):
+        k(torch.randn(3, 2, device="tpu"))
