@@ -155,7 +155,13 @@ class CustomKernel:
         return fn
 
     # ---------------------------------------------------------- calls
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:  # by the schema's names (the meta function's parameters)
+            rest = self._arg_names[len(args):]
+            unknown = sorted(set(kwargs) - set(rest))
+            if unknown:
+                raise TypeError(f"{self.name}() got unexpected keyword argument(s) {unknown}")
+            args = args + tuple(kwargs[n] for n in rest if n in kwargs)
         if len(args) != self.n_args:
             raise TypeError(f"{self.name}() takes {self.n_args} tensors "
                             f"({', '.join(self._arg_names)}), got {len(args)}")

@@ -58,6 +58,10 @@ def test_rms_norm_forward_and_gradients_match_composite(rms):
     # the op is an ordinary torch.library op
     y2 = torch.ops.test_ck.rms_norm(xt.detach(), wt.detach())
     torch.testing.assert_close(y2.cpu(), y_ref.detach(), rtol=1e-5, atol=1e-5)
+    # the schema's argument names are the meta function's
+    y3 = rms(xt.detach(), weight=wt.detach())
+    torch.testing.assert_close(y3.cpu(), y_ref.detach(), rtol=1e-5, atol=1e-5)
+    assert "Tensor weight" in str(torch.ops.test_ck.rms_norm.default._schema)
 
 
 def _tiny():
