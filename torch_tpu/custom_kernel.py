@@ -98,6 +98,21 @@ def _compile_check(qualname, text, specs, what):
     return results
 
 
+def _check_meta(qualname, text, meta, specs):
+    """Raises CustomKernelError when the kernel does not fit arguments
+    `specs`, or when meta's results for them differ from its result types."""
+    _, _, results = _kernel_results(qualname, text, specs, "forward")
+    if meta is None:
+        return
+    fakes = [torch.empty(d, dtype=_DTYPES[e], device="meta") for e, d in specs]
+    got_specs = [_spec(t) for t in _as_tuple(meta(*fakes))]
+    if [(e, tuple(d)) for e, d in got_specs] != [(e, tuple(d)) for e, d in results]:
+        raise CustomKernelError(
+            f"custom kernel {qualname}: the meta function and the kernel disagree for "
+            f"arguments ({_describe(specs)}): meta gives ({_describe(got_specs)}), the "
+            f"StableHLO returns ({_describe(results)})")
+
+
 class CustomKernel:
     """A registered kernel: call it like a function (tpu tensors in, tpu
     tensors out), or through `torch.ops.<namespace>.<name>` (which is what
@@ -130,20 +145,7 @@ class CustomKernel:
         return outs[0] if self.n_results == 1 else outs
 
     def _check_meta(self, specs, meta=None):
-        """Raises CustomKernelError when meta's results for arguments `specs`
-        differ from the kernel's result types."""
-        meta = meta or self._meta
-        _, _, results = _kernel_results(self.name, self.forward_text, specs, "forward")
-        if meta is None:
-            return
-        fakes = [torch.empty(d, dtype=_DTYPES[e], device="meta") for e, d in specs]
-        got = _as_tuple(meta(*fakes))
-        got_specs = [_spec(t) for t in got]
-        if [tuple((e, tuple(d))) for e, d in got_specs] != [(e, tuple(d)) for e, d in results]:
-            raise CustomKernelError(
-                f"custom kernel {self.name}: the meta function and the kernel disagree for "
-                f"arguments ({_describe(specs)}): meta gives ({_describe(got_specs)}), the "
-                f"StableHLO returns ({_describe(results)})")
+        _check_meta(self.name, self.forward_text, meta or self._meta, specs)
 
     def register_fake(self, fn):
         """Decorator: `fn(*tensors)` returns empty tensors shaped like the
@@ -242,9 +244,7 @@ def _register(ns, op, qualname, forward, meta, backward, example_inputs, referen
                 f"custom kernel {qualname}: the backward returns ({_describe(grads)}) for "
                 f"arguments ({_describe(specs)}); each gradient must match its argument")
     names = _arg_names(meta, n_args)
-    kernel_stub = CustomKernel.__new__(CustomKernel)  # meta check before anything is defined
-    kernel_stub.name, kernel_stub.forward_text, kernel_stub._meta = qualname, forward, meta
-    kernel_stub._check_meta(specs)
+    _check_meta(qualname, forward, meta, specs)  # before anything is defined
 
     try:
         _C._custom_kernel_register(qualname, forward)
