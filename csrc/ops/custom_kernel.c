@@ -405,8 +405,52 @@ static tt_error *substitute(const char *name, const char *text, const bindings *
   return NULL;
 }
 
-/* text with `@sym` -> `@<prefix>sym` and every func.func private. */
-static char *rename_symbols(const char *text, const char *prefix) {
+/* Length of the bare symbol name at p (after its '@'), 0 if none. */
+static size_t symbol_len(const char *p) {
+  if (!isalpha((unsigned char)*p) && *p != '_') return 0;
+  size_t n = 1;
+  while (isalnum((unsigned char)p[n]) || p[n] == '_' || p[n] == '$' || p[n] == '.') n++;
+  return n;
+}
+
+/* p at "func.func": the '@' of the function it defines, or NULL. */
+static const char *defined_symbol(const char *p) {
+  const char *q = skip_ws(p + 9);
+  if (starts_word(q, "public")) q = skip_ws(q + 6);
+  else if (starts_word(q, "private")) q = skip_ws(q + 7);
+  else if (starts_word(q, "nested")) q = skip_ws(q + 6);
+  return *q == '@' ? q : NULL;
+}
+
+#define MAX_FUNCS 64
+
+/* text with every func.func private and each symbol it defines renamed
+ * `@<prefix>sym`, at its definition and its uses; other symbols (a
+ * custom_call's target) stay. */
+static tt_error *rename_symbols(const char *name, const char *text, const char *prefix,
+                                char **out) {
+  const char *defs[MAX_FUNCS];
+  size_t def_len[MAX_FUNCS];
+  int n_defs = 0;
+  for (const char *p = text; *p;) {
+    size_t lit = skip_literal(p);
+    if (lit) {
+      p += lit;
+      continue;
+    }
+    const char *at = starts_word(p, "func.func") && (p == text || !ident_char(p[-1]))
+                         ? defined_symbol(p) : NULL;
+    if (at) {
+      if (n_defs == MAX_FUNCS)
+        return tt_error_new(TT_ERR_INVALID_ARGUMENT, "custom kernel %s: more than %d functions",
+                            name, MAX_FUNCS);
+      defs[n_defs] = at + 1;
+      def_len[n_defs++] = symbol_len(at + 1);
+      p = at + 1;
+      continue;
+    }
+    p++;
+  }
   sbuf s = {0};
   sb_puts(&s, "");
   for (const char *p = text; *p;) {
@@ -416,27 +460,29 @@ static char *rename_symbols(const char *text, const char *prefix) {
       p += lit;
       continue;
     }
-    if (starts_word(p, "func.func") && (p == text || !ident_char(p[-1]))) {
-      const char *q = skip_ws(p + 9);
-      if (starts_word(q, "public")) q = skip_ws(q + 6);
-      else if (starts_word(q, "private")) q = skip_ws(q + 7);
-      else if (starts_word(q, "nested")) q = skip_ws(q + 6);
-      if (*q == '@') {
-        sb_puts(&s, "func.func private ");
-        p = q;
-        continue;
-      }
+    const char *at = starts_word(p, "func.func") && (p == text || !ident_char(p[-1]))
+                         ? defined_symbol(p) : NULL;
+    if (at) {
+      sb_puts(&s, "func.func private ");
+      p = at;
+      continue;
     }
-    if (p[0] == '@' && (isalpha((unsigned char)p[1]) || p[1] == '_')) {
+    size_t n = p[0] == '@' ? symbol_len(p + 1) : 0;
+    bool ours = false;
+    for (int i = 0; n && i < n_defs && !ours; i++)
+      ours = def_len[i] == n && strncmp(defs[i], p + 1, n) == 0;
+    if (ours) {
       sb_putn(&s, "@", 1);
       sb_puts(&s, prefix);
-      p++;
+      sb_putn(&s, p + 1, n);
+      p += 1 + n;
       continue;
     }
     sb_putn(&s, p, 1);
     p++;
   }
-  return s.data;
+  *out = s.data;
+  return NULL;
 }
 
 static tt_error *shape_of(const char *name, const type_text *t, tt_shape *out) {
@@ -483,8 +529,10 @@ static tt_error *instantiate(const char *name, const char *stripped, const tt_sh
     prefix[off++] = isalnum((unsigned char)*p) ? *p : '_';
   for (size_t i = 0; i < sizeof h; i++) off += (size_t)snprintf(prefix + off, 4, i ? "%02x" : "_%02x", h[i]);
   snprintf(prefix + off, sizeof prefix - off, "_");
-  char *renamed = rename_symbols(text, prefix);
+  char *renamed = NULL;
+  err = rename_symbols(name, text, prefix, &renamed);
   free(text);
+  if (err) return err;
   /* results: from the instantiated signature */
   signature final;
   err = parse_signature(name, renamed, &final, &at);

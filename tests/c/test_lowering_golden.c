@@ -313,6 +313,15 @@ static void case_custom_kernel(void) {
   free(module);
   CHECK(error_says(tt_custom_kernel_module("golden::k", scale_rows_text, ins, 1, &module, &line,
                                            outs, &n_outs), "takes 2 tensors, got 1"));
+  /* only the functions the text defines are renamed: a custom_call's target stays */
+  const char *call_text =
+      "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+      "  %y = stablehlo.custom_call @main_helper(%x) : (tensor<2xf32>) -> tensor<2xf32>\n"
+      "  return %y : tensor<2xf32>\n}\n";
+  ins[0] = tt_shape_make(TT_F32, 1, (int64_t[]){2});
+  CHECK(tt_custom_kernel_module("golden::cc", call_text, ins, 1, &module, &line, outs, &n_outs) == NULL);
+  CHECK(module && strstr(module, "custom_call @main_helper(") && strstr(module, "_main(%x"));
+  free(module);
 }
 
 int main(int argc, char **argv) {
