@@ -88,6 +88,9 @@ atexit.register(_let_autograd_threads_settle)
 from ._stats import cache_stats, reset_cache_stats  # noqa: E402,F401
 from .export import export, load  # noqa: E402,F401  (artifacts: docs/export.md)
 from .modes import eager_mode, get_eager_mode, set_eager_mode, sync  # noqa: E402,F401
+# StableHLO kernels as custom ops (docs/custom-kernels.md); the name is the
+# function, the module stays importable as torch_tpu.custom_kernel's file
+from .custom_kernel import custom_kernel, CustomKernel, CustomKernelError  # noqa: E402,F401
 from . import modes as _modes  # noqa: E402
 
 _modes._init_from_environment()
@@ -113,4 +116,4 @@ _generation.install()  # HF generate on tpu: static cache, host-side decode loop
 register_optimizer_step_post_hook(_mark_step)
 
 __all__ = ["cache_stats", "reset_cache_stats", "debug", "set_eager_mode", "get_eager_mode",
-           "eager_mode", "sync"]
+           "eager_mode", "sync", "custom_kernel", "CustomKernel", "CustomKernelError"]

@@ -18,6 +18,7 @@
 #include "graph/storage.h"
 #include "graph/value_args.h"
 #include "graph/view_layout.h"
+#include "ops/custom_kernel.h"
 
 static _Atomic uint64_t n_run, n_declined, n_missing;
 
@@ -142,6 +143,9 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
                     int device, tt_op_result *res) {
   memset(res, 0, sizeof *res);
   tt_lower_fn fn = tt_lowering_find(op_name);
+  unsigned char kernel_digest[16];
+  tt_lower_fn custom = fn ? NULL : tt_custom_kernel_find(op_name, kernel_digest);
+  if (custom) fn = custom; /* a user's StableHLO kernel: its text's digest keys it too */
   if (!fn) {
     atomic_fetch_add(&n_missing, 1);
     return tt_error_new(TT_ERR_NOT_IMPLEMENTED, "no lowering for aten::%s", op_name);
@@ -149,6 +153,7 @@ tt_error *tt_op_run(const char *op_name, tt_arg *args, int nargs, bool returns_w
   tt_key_buf k;
   tt_key_init(&k);
   build_key(&k, op_name, args, nargs, returns_written);
+  if (custom) tt_key_put(&k, kernel_digest, sizeof kernel_digest);
   tt_error *err = NULL;
   int n_value_args;
   const int *value_args = tt_value_args_find(k.data, k.len, &n_value_args);

@@ -48,6 +48,9 @@ struct tt_builder {
   region_frame frames[MAX_FRAMES]; /* open region ops, innermost last */
   int n_frames;
   int next_scope;
+  text_buf funcs;      /* tt_b_add_function's definitions, in order */
+  char **func_syms;    /* their symbols */
+  int n_funcs, cap_funcs;
 };
 
 /* ------------------------------------------------------------- text */
@@ -135,6 +138,9 @@ void tt_builder_free(tt_builder *b) {
   free(b->param_values);
   free(b->param_alias);
   free(b->body.data);
+  free(b->funcs.data);
+  for (int i = 0; i < b->n_funcs; i++) free(b->func_syms[i]);
+  free(b->func_syms);
   for (int i = 0; i < MAX_FRAMES; i++) {
     free(b->frames[i].regions.data);
     free(b->frames[i].block.data);
@@ -896,6 +902,52 @@ bool tt_b_case_end(tt_builder *b, const tt_val *vals, tt_val *results) {
   return pop_frame(b, f, results);
 }
 
+/* ------------------------------------------------------- extra functions */
+
+bool tt_b_has_function(const tt_builder *b, const char *symbol) {
+  for (int i = 0; i < b->n_funcs; i++)
+    if (strcmp(b->func_syms[i], symbol) == 0) return true;
+  return false;
+}
+
+bool tt_b_add_function(tt_builder *b, const char *symbol, const char *text) {
+  if (b->error) return false;
+  if (tt_b_has_function(b, symbol)) return true;
+  if (b->n_funcs == b->cap_funcs) {
+    int cap = b->cap_funcs ? b->cap_funcs * 2 : 4;
+    char **syms = realloc(b->func_syms, (size_t)cap * sizeof *syms);
+    if (!syms) abort();
+    b->func_syms = syms;
+    b->cap_funcs = cap;
+  }
+  char *copy = strdup(symbol);
+  if (!copy) abort();
+  b->func_syms[b->n_funcs++] = copy;
+  text_printf(&b->funcs, "%s\n", text);
+  return true;
+}
+
+bool tt_b_call(tt_builder *b, const char *symbol, const tt_val *ins, int n_ins,
+               const tt_shape *outs, int n_outs, tt_val *results) {
+  for (int i = 0; i < n_outs; i++) results[i] = TT_INVALID;
+  if (b->error) return false;
+  if (!tt_b_has_function(b, symbol)) {
+    tt_b_fail(b, TT_ERR_RUNTIME, "internal: call of @%s, which the module does not define", symbol);
+    return false;
+  }
+  if (n_outs < 1) {
+    tt_b_fail(b, TT_ERR_RUNTIME, "internal: call of @%s with no results", symbol);
+    return false;
+  }
+  size_t size = strlen(symbol) + 16;
+  char *attrs = malloc(size);
+  if (!attrs) abort();
+  snprintf(attrs, size, "callee = @%s", symbol);
+  bool ok = emit(b, TT_OP_FUNC_CALL, ins, n_ins, attrs, NULL, 0, outs, n_outs, results);
+  free(attrs);
+  return ok;
+}
+
 /* ------------------------------------------------------------- finish */
 
 tt_error *tt_b_finish(tt_builder *b, const tt_val *outs, int n_outs, char **text) {
@@ -928,7 +980,7 @@ tt_error *tt_b_finish(tt_builder *b, const tt_val *outs, int n_outs, char **text
     tt_shape_print(&b->values[outs[i]].shape, ty, sizeof ty);
     text_printf(&t, i ? ", %s" : "%s", ty);
   }
-  text_printf(&t, ") -> ()\n  }\n}\n");
+  text_printf(&t, ") -> ()\n  }\n%s}\n", b->funcs.data ? b->funcs.data : "");
   *text = t.data;
   return NULL;
 }

@@ -166,8 +166,22 @@ void tt_b_region_binary(char *buf, size_t size, tt_dtype dt, const char *op);
 void tt_fmt_i64_array(char *buf, size_t size, const int64_t *v, int n);  /* array<i64: ...> */
 void tt_fmt_i64_list(char *buf, size_t size, const int64_t *v, int n);   /* [1, 2] */
 
+/* ------------------------------------------------------- extra functions
+ * A module may carry private functions besides @main (custom kernels,
+ * csrc/ops/custom_kernel.c). tt_b_add_function adds `text`, one or more
+ * whole `func.func private @...` definitions, under `symbol` (its entry
+ * function); a symbol already added is not added again (a region calling
+ * one kernel many times holds it once). tt_b_call emits
+ * `"func.call"(ins) {callee = @symbol}` with result shapes outs; calling a
+ * symbol never added is an internal error. */
+bool tt_b_add_function(tt_builder *b, const char *symbol, const char *text);
+bool tt_b_has_function(const tt_builder *b, const char *symbol);
+bool tt_b_call(tt_builder *b, const char *symbol, const tt_val *ins, int n_ins,
+               const tt_shape *outs, int n_outs, tt_val *results);
+
 /* ------------------------------------------------------------- finish */
-/* Returns the module text (malloc'd, caller frees) returning `outs`. */
+/* Returns the module text (malloc'd, caller frees) returning `outs`; the
+ * functions of tt_b_add_function follow @main, in the order added. */
 tt_error *tt_b_finish(tt_builder *b, const tt_val *outs, int n_outs, char **text);
 
 #endif

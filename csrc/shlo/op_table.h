@@ -38,6 +38,7 @@ typedef enum { TT_REL_NONE, TT_REL_SAME, TT_REL_PAIRS, TT_REL_SCATTER, TT_REL_IN
   X(CHLO_ERF, "chlo.erf", 1, 1, 0, TT_REL_NONE)                           \
   X(CHLO_ERFC, "chlo.erfc", 1, 1, 0, TT_REL_NONE)                         \
   X(CHLO_LGAMMA, "chlo.lgamma", 1, 1, 0, TT_REL_NONE)                     \
+  X(FUNC_CALL, "func.call", TT_ARITY_ANY, TT_ARITY_ANY, 0, TT_REL_NONE)   \
   X(ABS, "stablehlo.abs", 1, 1, 0, TT_REL_NONE)                           \
   X(ADD, "stablehlo.add", 2, 1, 0, TT_REL_NONE)                           \
   X(AND, "stablehlo.and", 2, 1, 0, TT_REL_NONE)                           \

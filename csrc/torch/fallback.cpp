@@ -320,7 +320,9 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   auto it = infos.find(&schema);
   if (it != infos.end()) return it->second;
   OpInfo info;
-  info.name = schema.name().substr(6);  // strip "aten::"
+  // "add" for aten ops; other namespaces keep theirs (custom kernels:
+  // "torch_tpu_user::rms_norm", csrc/ops/custom_kernel.c)
+  info.name = schema.name().rfind("aten::", 0) == 0 ? schema.name().substr(6) : schema.name();
   if (!schema.overload_name().empty()) info.name += "." + schema.overload_name();
   info.returns_views = returns_views(schema);
   info.tensor_returns = returns_are_tensors(schema);

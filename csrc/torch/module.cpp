@@ -28,6 +28,7 @@ void register_device_checks(py::module_& m);
 void register_disk_cache(py::module_& m);
 void register_c10d(py::module_& m);
 void register_collectives(py::module_& m);
+void register_custom_kernels(py::module_& m);
 }  // namespace torch_tpu
 
 namespace {
@@ -112,6 +113,7 @@ PYBIND11_MODULE(_C, m) {
   install_explain_hook();
   register_device_checks(m);
   register_collectives(m);
+  register_custom_kernels(m);
   m.def("_set_search_dirs", &set_search_dirs);
   m.def("_init", []() { ensure_initialized(); });
   m.def("_register_c10d", [](py::module_ self) { register_c10d(self); });

@@ -11,11 +11,13 @@
  * conv2d, max_pool2d, softmax, layer_norm, embedding's gather
  * (index_select), index_put and scatter_add, a read of a strided view at an
  * offset, an in-place write into a view, an out= write, cumsum, topk and
- * sort. */
+ * sort, and a user's StableHLO kernel (csrc/ops/custom_kernel.c) called
+ * through func.call, with its registration and instantiation errors. */
 #include <errno.h>
 #include <sys/stat.h>
 
 #include "core_glue.h"
+#include "ops/custom_kernel.h"
 
 static const char *golden_dir = "tests/c/golden";
 static const char *actual_dir = "build/golden-actual";
@@ -77,6 +79,8 @@ static void write_file(const char *path, const char *text) {
 static void golden(const char *name, const char *what, const char *op, tt_arg *args, int nargs,
                    bool returns_written) {
   tt_lower_fn fn = tt_lowering_find(op);
+  unsigned char digest[16];
+  if (!fn) fn = tt_custom_kernel_find(op, digest);
   if (!fn) {
     fprintf(stderr, "%s: no lowering for %s\n", name, op);
     CHECK(fn != NULL);
@@ -259,6 +263,67 @@ static void case_sort(void) {
          NARGS(args), false);
 }
 
+/* A kernel in a module wrapper, with a helper function and ${N}/${D}
+ * symbols: y = x * w per row. */
+static const char *scale_rows_text =
+    "module @user attributes {foo.bar = \"{x}\"} {\n"
+    "  func.func public @main(%x: tensor<${N}x${D}xf32>, %w: tensor<${D}xf32>) -> tensor<${N}x${D}xf32> {\n"
+    "    %wb = func.call @spread(%w) : (tensor<${D}xf32>) -> tensor<${N}x${D}xf32>\n"
+    "    %y = stablehlo.multiply %x, %wb : tensor<${N}x${D}xf32> // a comment's @main stays as written\n"
+    "    return %y : tensor<${N}x${D}xf32>\n"
+    "  }\n"
+    "  func.func @spread(%w: tensor<${D}xf32>) -> tensor<${N}x${D}xf32> {\n"
+    "    %b = stablehlo.broadcast_in_dim %w, dims = [1] : (tensor<${D}xf32>) -> tensor<${N}x${D}xf32>\n"
+    "    return %b : tensor<${N}x${D}xf32>\n"
+    "  }\n"
+    "}\n";
+
+static bool error_says(tt_error *err, const char *text) {
+  bool ok = err && strstr(tt_error_message(err), text);
+  if (!ok) fprintf(stderr, "expected an error saying \"%s\", got: %s\n", text,
+                   err ? tt_error_message(err) : "no error");
+  tt_error_free(err);
+  return ok;
+}
+
+static void case_custom_kernel(void) {
+  CHECK(tt_custom_kernel_register("golden::scale_rows", scale_rows_text) == NULL);
+  CHECK(tt_custom_kernel_register("golden::scale_rows", scale_rows_text) == NULL); /* idempotent */
+  tt_arg args[] = {A_TENSOR(T(TT_F32, 2, 3)), A_TENSOR(T(TT_F32, 3))};
+  golden("custom_kernel", "golden::scale_rows(f32[2,3], f32[3]): ${N}=2, ${D}=3", "golden::scale_rows",
+         args, NARGS(args), false);
+  CHECK(error_says(tt_custom_kernel_register("golden::scale_rows", "func.func @main() -> tensor<f32>"),
+                   "already registered"));
+  CHECK(error_says(tt_custom_kernel_register("golden::none", "%y = stablehlo.constant"),
+                   "defines no function"));
+  CHECK(error_says(tt_custom_kernel_register("golden::dyn", "func.func @main(%x: tensor<?xf32>) -> tensor<?xf32>"),
+                   "dynamic dimensions"));
+  tt_shape ins[2] = {tt_shape_make(TT_F32, 2, (int64_t[]){2, 3}), tt_shape_make(TT_F32, 1, (int64_t[]){4})};
+  tt_shape outs[TT_CK_MAX_RESULTS];
+  char *module = NULL;
+  int line = 0, n_outs = 0;
+  CHECK(error_says(tt_custom_kernel_module("golden::k", scale_rows_text, ins, 2, &module, &line,
+                                           outs, &n_outs), "argument 1 is tensor<4xf32>"));
+  CHECK(module == NULL);
+  ins[1].dims[0] = 3;
+  CHECK(tt_custom_kernel_module("golden::k", scale_rows_text, ins, 2, &module, &line, outs,
+                                &n_outs) == NULL);
+  CHECK(module && n_outs == 1 && tt_shape_equal(&outs[0], &ins[0]) && line > 1);
+  CHECK(module && strstr(module, "func.call") && !strstr(module, "${"));
+  free(module);
+  CHECK(error_says(tt_custom_kernel_module("golden::k", scale_rows_text, ins, 1, &module, &line,
+                                           outs, &n_outs), "takes 2 tensors, got 1"));
+  /* only the functions the text defines are renamed: a custom_call's target stays */
+  const char *call_text =
+      "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+      "  %y = stablehlo.custom_call @main_helper(%x) : (tensor<2xf32>) -> tensor<2xf32>\n"
+      "  return %y : tensor<2xf32>\n}\n";
+  ins[0] = tt_shape_make(TT_F32, 1, (int64_t[]){2});
+  CHECK(tt_custom_kernel_module("golden::cc", call_text, ins, 1, &module, &line, outs, &n_outs) == NULL);
+  CHECK(module && strstr(module, "custom_call @main_helper(") && strstr(module, "_main(%x"));
+  free(module);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -284,5 +349,6 @@ int main(int argc, char **argv) {
   case_cumsum();
   case_topk();
   case_sort();
+  case_custom_kernel();
   return glue_report(regen ? "goldens (regenerated)" : "goldens");
 }

@@ -56,6 +56,9 @@ def runs_natively(op) -> bool:
         return True
     if _lowered_variant(op) or op.is_view:
         return True
+    from ..custom_kernel import is_custom_kernel  # a user's StableHLO kernel (custom_kernel.py)
+    if is_custom_kernel(op):
+        return True
     return _has_composite_kernel(op)
 
 
