@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/complex_math.h"
 #include "ops/unary_common.h"
 
 /* ------------------------------------------------------------ math functions */
@@ -276,7 +277,9 @@ static tt_error *lower_isnan(tt_lower_ctx *c) {
   tt_val x = uc_read_as(c, 0, dt);
   tt_shape s = tt_b_shape(b, x);
   s.dtype = TT_BOOL;
-  tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "NE", x, x) : tt_b_full(b, s, 0));
+  tt_lc_output(c, tt_dtype_is_complex(dt)    ? tt_complex_isnan(b, x)
+                  : tt_dtype_is_floating(dt) ? uc_cmp(b, "NE", x, x)
+                                             : tt_b_full(b, s, 0));
   return NULL;
 }
 
@@ -286,8 +289,9 @@ static tt_error *lower_isinf(tt_lower_ctx *c) {
   tt_val x = uc_read_as(c, 0, dt);
   tt_shape s = tt_b_shape(b, x);
   s.dtype = TT_BOOL;
-  tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, INFINITY))
-                                           : tt_b_full(b, s, 0));
+  tt_lc_output(c, tt_dtype_is_complex(dt)    ? tt_complex_isinf(b, x)
+                  : tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, INFINITY))
+                                             : tt_b_full(b, s, 0));
   return NULL;
 }
 
