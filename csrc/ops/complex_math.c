@@ -365,6 +365,85 @@ static tt_val cx_acosh(tt_builder *b, tt_val z) {
   return tt_b_complex(b, fabs_(b, r.im), copysign_(b, r.re, y));
 }
 
+/* ------------------------------------------------------------ abs, log, sqrt, sin, cos, expm1, sgn */
+
+/* |z| as std::abs (hypot): inf if a part is infinite, else nan if a part
+ * is nan; XLA's own abs drops a NaN part (|0.5 + nan i| gave 0.707). */
+tt_val tt_complex_abs(tt_builder *b, tt_val z) {
+  tt_val x = tt_b_real(b, z), y = tt_b_imag(b, z), m = tt_b_abs(b, z);
+  tt_val anyinf = or_(b, is_inf(b, x), is_inf(b, y)), anynan = or_(b, is_nan(b, x), is_nan(b, y));
+  return sel(b, anyinf, k(b, m, INFINITY), sel(b, anynan, k(b, m, NAN), m));
+}
+
+/* log: stablehlo's, except that a NaN part gives (nan, nan), or (inf, nan)
+ * beside an infinite part (glibc's clog; XLA gave a finite real part). */
+static tt_val cx_log(tt_builder *b, tt_val z) {
+  tt_val x = tt_b_real(b, z), y = tt_b_imag(b, z);
+  cx w = parts(b, tt_b_un(b, TT_OP_LOG, z));
+  tt_val anyinf = or_(b, is_inf(b, x), is_inf(b, y)), anynan = or_(b, is_nan(b, x), is_nan(b, y));
+  tt_val nan = k(b, x, NAN);
+  tt_val re = sel(b, anyinf, k(b, x, INFINITY), sel(b, anynan, nan, w.re));
+  return tt_b_complex(b, re, sel(b, anynan, nan, w.im));
+}
+static tt_val scaled_log(tt_builder *b, tt_val z, double f) {
+  cx w = parts(b, cx_log(b, z));
+  return tt_b_complex(b, tt_mul(b, w.re, k(b, w.re, f)), tt_mul(b, w.im, k(b, w.im, f)));
+}
+static tt_val cx_log2(tt_builder *b, tt_val z) { return scaled_log(b, z, 1 / M_LN2); }
+static tt_val cx_log10(tt_builder *b, tt_val z) { return scaled_log(b, z, 1 / M_LN10); }
+
+/* sqrt: stablehlo's at (x, |y|), the imaginary part signed by y (the cut
+ * along the negative reals: sqrt(-4 - 0i) = -2i); glibc's csqrt values:
+ *   y inf: (inf, y);  x -inf: (0, copysign(inf, y)) (y nan: (nan, inf));
+ *   x +inf: (inf, copysign(0, y)) (y nan: (inf, nan));  other NaNs: (nan, nan) */
+static tt_val cx_sqrt(tt_builder *b, tt_val z) {
+  tt_val x = tt_b_real(b, z), y = tt_b_imag(b, z);
+  tt_val q = tt_b_complex(b, x, fabs_(b, y));
+  cx w = parts(b, tt_b_un(b, TT_OP_SQRT, q));
+  tt_val inf = k(b, x, INFINITY), nan = k(b, x, NAN), zero = k(b, x, 0);
+  tt_val re = w.re, im = copysign_(b, w.im, y);
+  tt_val ynan = is_nan(b, y), anynan = or_(b, is_nan(b, x), ynan);
+  re = sel(b, anynan, nan, re);
+  im = sel(b, anynan, nan, im);
+  tt_val xpinf = cmp(b, "EQ", x, inf), xninf = cmp(b, "EQ", x, neg(b, inf));
+  re = sel(b, xpinf, inf, sel(b, xninf, sel(b, ynan, nan, zero), re));
+  im = sel(b, xpinf, sel(b, ynan, nan, copysign_(b, zero, y)), sel(b, xninf, copysign_(b, inf, y), im));
+  tt_val yinf = is_inf(b, y);
+  return tt_b_complex(b, sel(b, yinf, inf, re), sel(b, yinf, y, im));
+}
+static tt_val cx_rsqrt(tt_builder *b, tt_val z) {
+  return tt_complex_div(b, tt_b_constant_complex(b, tt_b_dtype(b, z), 1, 0), cx_sqrt(b, z));
+}
+
+/* sin(z) = -i sinh(iz), cos(z) = cosh(iz), as glibc's csin/ccos; csin
+ * of an infinite or NaN x and an infinite y is (nan, +inf) */
+static tt_val cx_sin(tt_builder *b, tt_val z) {
+  tt_val x = tt_b_real(b, z), y = tt_b_imag(b, z);
+  cx r = parts(b, sinh_cosh(b, tt_b_complex(b, neg(b, y), x), false));
+  tt_val both = and_(b, not_(b, is_finite(b, x)), is_inf(b, y));
+  return tt_b_complex(b, r.im, sel(b, both, k(b, y, INFINITY), neg(b, r.re)));
+}
+static tt_val cx_cos(tt_builder *b, tt_val z) {
+  return sinh_cosh(b, tt_b_complex(b, neg(b, tt_b_imag(b, z)), tt_b_real(b, z)), true);
+}
+
+/* expm1, c10::complex's formula: (expm1(x) cos y - 2 sin(y/2)^2, e^x sin y) */
+static tt_val cx_expm1(tt_builder *b, tt_val z) {
+  tt_val x = tt_b_real(b, z), y = tt_b_imag(b, z);
+  tt_val a = tt_b_un(b, TT_OP_SINE, tt_mul(b, y, k(b, y, 0.5)));
+  tt_val re = tt_sub(b, tt_mul(b, tt_b_un(b, TT_OP_EXPM1, x), tt_b_un(b, TT_OP_COSINE, y)),
+                     tt_mul(b, k(b, a, 2), tt_mul(b, a, a)));
+  tt_val im = tt_mul(b, tt_b_un(b, TT_OP_EXPONENTIAL, x), tt_b_un(b, TT_OP_SINE, y));
+  return tt_b_complex(b, re, im);
+}
+
+/* sgn: z / |z| part by part (0 where |z| is 0), as CPU's kernel */
+tt_val tt_complex_sgn(tt_builder *b, tt_val z) {
+  tt_val m = tt_complex_abs(b, z), zero = k(b, m, 0), at0 = is_zero(b, m);
+  tt_val re = tt_div(b, tt_b_real(b, z), m), im = tt_div(b, tt_b_imag(b, z), m);
+  return tt_b_complex(b, sel(b, at0, zero, re), sel(b, at0, zero, im));
+}
+
 /* ------------------------------------------------------------ predicates */
 
 tt_val tt_complex_isnan(tt_builder *b, tt_val z) {
@@ -386,7 +465,10 @@ static const struct {
     {"exp", tt_complex_exp}, {"sinh", cx_sinh},  {"cosh", cx_cosh},
     {"tanh", cx_tanh},       {"reciprocal", cx_reciprocal}, {"asin", cx_asin},
     {"acos", cx_acos},       {"atan", cx_atan},   {"asinh", cx_asinh},
-    {"acosh", cx_acosh},     {"atanh", cx_atanh},
+    {"acosh", cx_acosh},     {"atanh", cx_atanh}, {"log", cx_log},
+    {"log2", cx_log2},       {"log10", cx_log10}, {"sqrt", cx_sqrt},
+    {"rsqrt", cx_rsqrt},     {"sin", cx_sin},     {"cos", cx_cos},
+    {"expm1", cx_expm1},
 };
 
 tt_val tt_complex_apply(tt_builder *b, const char *op_name, tt_val (*generic)(tt_builder *, tt_val), tt_val z) {

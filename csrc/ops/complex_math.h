@@ -10,6 +10,9 @@
 tt_val tt_complex_div(tt_builder *b, tt_val x, tt_val y);
 /* exp(z) as glibc's cexp. */
 tt_val tt_complex_exp(tt_builder *b, tt_val z);
+/* |z| as std::abs (inf beside a NaN part), and sgn (z / |z|, 0 at 0). */
+tt_val tt_complex_abs(tt_builder *b, tt_val z);
+tt_val tt_complex_sgn(tt_builder *b, tt_val z);
 /* bool: either component nan / infinite / both finite. */
 tt_val tt_complex_isnan(tt_builder *b, tt_val z);
 tt_val tt_complex_isinf(tt_builder *b, tt_val z);

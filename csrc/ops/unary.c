@@ -184,7 +184,7 @@ static tt_error *lower_abs(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_val x = uc_read_as(c, 0, dt);
   /* complex: the real modulus (abs_ of a complex tensor is refused by torch) */
-  tt_lc_output(c, dt == TT_U8 ? x : tt_b_abs(b, x));
+  tt_lc_output(c, dt == TT_U8 ? x : tt_dtype_is_complex(dt) ? tt_complex_abs(b, x) : tt_b_abs(b, x));
   return NULL;
 }
 
@@ -209,11 +209,7 @@ static tt_error *lower_sgn(tt_lower_ctx *c) {
   tt_dtype dt = uc_arg_dtype(c, 0);
   if (!tt_dtype_is_complex(dt)) return sign_common(c);
   tt_builder *b = tt_lc_builder(c);
-  tt_val x = uc_read_as(c, 0, dt);
-  tt_val m = tt_b_abs(b, x);
-  tt_val zero = tt_full_like(b, m, 0);
-  tt_val q = tt_div(b, x, tt_b_convert(b, m, dt));
-  tt_lc_output(c, uc_sel(b, uc_cmp(b, "EQ", m, zero), tt_full_like(b, x, 0), q));
+  tt_lc_output(c, tt_complex_sgn(b, uc_read_as(c, 0, dt)));
   return NULL;
 }
 
