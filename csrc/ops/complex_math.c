@@ -1,15 +1,19 @@
 /* Elementwise complex math as PyTorch's CPU kernels compute it: division
- * (c10::complex's scaled, numpy-style algorithm) and the C99 Annex G
+ * (c10::complex's scaled, numpy-style algorithm), the C99 Annex G
  * functions of glibc that std::exp, std::sinh, ... call (exp, sinh, cosh,
- * tanh), written over the real components so that extremal inputs (0,
- * +-inf, nan, huge and tiny parts) give CPU's values: stablehlo's own
- * complex exponential, tanh and divide give NaNs where CPU gives infinities,
- * zeros or finite values.
+ * tanh, sin, cos, sqrt, log and the six inverse functions), c10's own
+ * formulas (expm1, rsqrt, sgn) and std::abs, written over the real
+ * components so that extremal inputs (0, -0, +-inf, nan, huge and tiny
+ * parts) give CPU's values: stablehlo's own complex ops give NaNs where CPU
+ * gives infinities, zeros or finite values, drop NaN parts (abs), and
+ * ignore the sign of a zero on a branch cut (sqrt, asin, ...).
  *
  * The floating unary driver (unary_common.c) hands complex inputs to
- * tt_complex_unary, which picks the function below by the op's name, or
- * keeps the generic stablehlo lowering for ops not listed here (log, sqrt,
- * sin, ...). Which ops accept complex tensors at all is op_props.c's list. */
+ * tt_complex_apply, which picks the function below by the op's name, or
+ * keeps the op's generic stablehlo lowering for ops not listed here
+ * (log1p). Which ops accept complex tensors at all is op_props.c's list.
+ * Known differences from CPU: XLA flushes subnormal results to zero, and
+ * folds x + 0 to x, so some zero results carry the other sign. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
