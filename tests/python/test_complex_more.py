@@ -198,3 +198,21 @@ def test_gradients(name):
     f(zc).abs().sum().backward()
     f(zt).abs().sum().backward()
     torch.testing.assert_close(zt.grad.cpu(), zc.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_transposed_conjugate_views_keep_their_bit(no_fallbacks):
+    # clone of a non-contiguous conj/neg view (what the math-bit fallback
+    # calls before add, and .cpu(), resolve_conj) used to copy the stored
+    # values and drop the bit: t.H read back as t.mT
+    torch.manual_seed(0)
+    z = torch.randn(2, 3, 4, dtype=torch.complex64)
+    t = z.to(DEV)
+    for got, want in [(t.mH, z.mH), (t[0].H, z[0].H), (t.mT.conj(), z.mT.conj()),
+                      (t.transpose(0, 2).conj(), z.transpose(0, 2).conj())]:
+        torch.testing.assert_close(got.cpu(), want.resolve_conj())
+        torch.testing.assert_close((got + 0).cpu(), want + 0)
+        torch.testing.assert_close(got.clone().cpu(), want.clone().resolve_conj())
+        torch.testing.assert_close(got.resolve_conj().cpu(), want.resolve_conj())
+    n = torch._neg_view(t.mT)
+    torch.testing.assert_close(n.clone().cpu(), -z.mT)
+    torch.testing.assert_close((n * 1).cpu(), -z.mT)
