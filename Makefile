@@ -141,7 +141,8 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_module_conversion.py --ignore=tests/python/test_hf_models.py \
             --ignore=tests/python/test_generate_compiles.py \
             --ignore=tests/python/test_autocast.py --ignore=tests/python/test_executable_cap.py \
-            --ignore=tests/python/test_complex.py --ignore=tests/python/test_hf_models_families.py \
+            --ignore=tests/python/test_complex.py --ignore=tests/python/test_complex_more.py \
+            --ignore=tests/python/test_hf_models_families.py \
             --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py \
             --ignore=tests/python/test_pytorch_tests_harness.py --ignore=tests/python/test_doctor.py \
             --ignore=tests/python/test_memory_stats.py --ignore=tests/python/test_dumps.py \

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ops/common.h"
+#include "ops/complex_math.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -215,7 +216,7 @@ static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {
   if (!mode) {
     if (!tt_dtype_is_floating(dt) && !tt_dtype_is_complex(dt)) dt = TT_DEFAULT_FLOAT;
     TT_TRY(setup2_ex(c, 0, 1, dt, &o, true));
-    output(c, &o, bin(b, TT_OP_DIVIDE, o.x, o.y));
+    output(c, &o, tt_dtype_is_complex(o.cm) ? tt_complex_div(b, o.x, o.y) : bin(b, TT_OP_DIVIDE, o.x, o.y));
     return NULL;
   }
   bool trunc = !strcmp(mode, "trunc"), floor = !strcmp(mode, "floor");

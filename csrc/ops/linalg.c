@@ -166,7 +166,7 @@ static tt_error *lower_addbmm(tt_lower_ctx *c) {
   return axpby(c, 0, 3, 4, tt_b_dot_general(b, x, y, 0, NULL, NULL, 2, lc, rc, acc), dt);
 }
 
-/* dot(self, tensor); vdot(self, other) (no complex dtypes here) */
+/* dot(self, tensor); vdot(self, other): sum(conj(self) * other) */
 static tt_error *lower_dot(tt_lower_ctx *c) {
   if (!linalg_is_tensor(c, 0) || !linalg_is_tensor(c, 1)) return tt_lc_decline(c, "not device tensors");
   const tt_tensor_ref *x = tt_lc_ref(c, 0), *y = tt_lc_ref(c, 1);
@@ -189,8 +189,10 @@ static tt_error *lower_dot(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype acc = tt_opmath(dt);
   int64_t z[1] = {0};
-  tt_val r = tt_b_dot_general(b, tt_b_convert(b, tt_lc_tensor(c, 0), acc),
-                              tt_b_convert(b, tt_lc_tensor(c, 1), acc), 0, NULL, NULL, 1, z, z, acc);
+  tt_val x0 = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
+  if (tt_lc_op_name(c)[0] == 'v' && tt_dtype_is_complex(acc))
+    x0 = tt_b_complex(b, tt_b_real(b, x0), tt_b_un(b, TT_OP_NEGATE, tt_b_imag(b, x0)));
+  tt_val r = tt_b_dot_general(b, x0, tt_b_convert(b, tt_lc_tensor(c, 1), acc), 0, NULL, NULL, 1, z, z, acc);
   tt_lc_output(c, tt_b_convert(b, r, dt));
   return NULL;
 }

@@ -56,9 +56,12 @@ static const op_rule rules[] = {
     CX("sqrt"), CX("rsqrt"), CX("pow"), CX("log2"), CX("log10"), CX("expm1"), CX("log1p"),
     CX("masked_fill"), CX("addmm"), CX("baddbmm"), CX("addbmm"), CX("addmv"), CX("cumsum"), CX("sin"), CX("cos"), CX("tanh"), CX("reciprocal"), CX("sgn"),
     CX("abs"), CX("conj_physical"), CX("copy"), CX("fill"), CX("zero"), CX("eq"), CX("ne"),
+    CX("sinh"), CX("cosh"), CX("cumprod"), CX("logsumexp"), CX("prod"), CX("asin"), CX("acos"), CX("atan"), CX("asinh"), CX("acosh"), CX("atanh"),
 #undef CX
     {"_conj_physical", false, TT_PROP_COMPLEX_NATIVE},
     {"angle", false, TT_PROP_COMPLEX_NATIVE},
+    {"isnan", false, TT_PROP_COMPLEX_NATIVE},
+    {"isinf", false, TT_PROP_COMPLEX_NATIVE},
     {"complex", false, TT_PROP_COMPLEX_NATIVE},
     {"polar", false, TT_PROP_COMPLEX_NATIVE},
     {"clone", false, TT_PROP_COMPLEX_NATIVE},
@@ -66,7 +69,8 @@ static const op_rule rules[] = {
     {"mm", false, TT_PROP_COMPLEX_NATIVE},
     {"bmm", false, TT_PROP_COMPLEX_NATIVE},
     {"mv", false, TT_PROP_COMPLEX_NATIVE},
-    {"dot", false, TT_PROP_COMPLEX_NATIVE}, /* not vdot: its lowering does not conjugate */
+    {"dot", false, TT_PROP_COMPLEX_NATIVE},
+    {"vdot", false, TT_PROP_COMPLEX_NATIVE},
     {"sum", false, TT_PROP_COMPLEX_NATIVE},
     {"mean", false, TT_PROP_COMPLEX_NATIVE},
     {"_fft_r2c", false, TT_PROP_COMPLEX_NATIVE},

@@ -8,6 +8,7 @@
  * float16/bfloat16 inputs accumulate in float32 and round once at the end,
  * like CPU PyTorch. Integer and bool sums/products accumulate in int64. */
 #include "ops/reduction_common.h"
+#include "ops/complex_math.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -175,7 +176,8 @@ static tt_error *lower_std_mean(tt_lower_ctx *c) { return var_std(c, true, true,
 /* ------------------------------------------------------------ logsumexp */
 
 /* logsumexp(self, dim, keepdim): m = amax (0 where infinite);
- * log(sum(exp(x - m))) + m, as PyTorch computes it. */
+ * log(sum(exp(x - m))) + m, as PyTorch computes it; complex x: m is the
+ * amax of the real parts, exp complex_math.c's. */
 static tt_error *lower_logsumexp(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   const tt_tensor_ref *r = tt_lc_ref(c, 0);
@@ -184,13 +186,15 @@ static tt_error *lower_logsumexp(tt_lower_ctx *c) {
   if (tt_lc_int_list(c, 1, tmp, TT_MAX_DIMS + 4) == 0 && r->ndim > 0) return tt_lc_decline(c, "empty dim list");
   rplan p;
   if (!red_plan_dims(c, r, 1, true, tt_lc_bool(c, 2, false), &p)) return red_builder_error(c);
-  tt_dtype out = tt_dtype_is_floating(r->dtype) ? r->dtype : TT_DEFAULT_FLOAT;
+  bool cplx = tt_dtype_is_complex(r->dtype);
+  tt_dtype out = tt_dtype_is_floating(r->dtype) || cplx ? r->dtype : TT_DEFAULT_FLOAT;
   tt_dtype acc = tt_opmath(out);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), acc);
-  tt_val m = tt_reduce_max(b, x, p.dims, p.n);
+  tt_val m = tt_reduce_max(b, cplx ? tt_b_real(b, x) : x, p.dims, p.n);
   tt_val inf = tt_b_compare(b, "EQ", tt_b_un(b, TT_OP_ABS, m), tt_full_like(b, m, INFINITY));
-  m = tt_b_select(b, inf, tt_full_like(b, m, 0), m);
-  tt_val e = tt_b_un(b, TT_OP_EXPONENTIAL, tt_b_bin(b, TT_OP_SUBTRACT, x, expand_back(b, m, &p)));
+  m = tt_b_convert(b, tt_b_select(b, inf, tt_full_like(b, m, 0), m), acc);
+  tt_val d = tt_b_bin(b, TT_OP_SUBTRACT, x, expand_back(b, m, &p));
+  tt_val e = cplx ? tt_complex_exp(b, d) : tt_b_un(b, TT_OP_EXPONENTIAL, d);
   tt_val v = tt_b_bin(b, TT_OP_ADD, tt_b_un(b, TT_OP_LOG, reduce_add(b, e, &p)), m);
   tt_lc_output(c, red_finish(b, tt_b_convert(b, v, out), &p));
   return NULL;

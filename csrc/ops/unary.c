@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/complex_math.h"
 #include "ops/unary_common.h"
 
 /* ------------------------------------------------------------ math functions */
@@ -183,7 +184,7 @@ static tt_error *lower_abs(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);
   tt_val x = uc_read_as(c, 0, dt);
   /* complex: the real modulus (abs_ of a complex tensor is refused by torch) */
-  tt_lc_output(c, dt == TT_U8 ? x : tt_b_abs(b, x));
+  tt_lc_output(c, dt == TT_U8 ? x : tt_dtype_is_complex(dt) ? tt_complex_abs(b, x) : tt_b_abs(b, x));
   return NULL;
 }
 
@@ -208,11 +209,7 @@ static tt_error *lower_sgn(tt_lower_ctx *c) {
   tt_dtype dt = uc_arg_dtype(c, 0);
   if (!tt_dtype_is_complex(dt)) return sign_common(c);
   tt_builder *b = tt_lc_builder(c);
-  tt_val x = uc_read_as(c, 0, dt);
-  tt_val m = tt_b_abs(b, x);
-  tt_val zero = tt_full_like(b, m, 0);
-  tt_val q = tt_div(b, x, tt_b_convert(b, m, dt));
-  tt_lc_output(c, uc_sel(b, uc_cmp(b, "EQ", m, zero), tt_full_like(b, x, 0), q));
+  tt_lc_output(c, tt_complex_sgn(b, uc_read_as(c, 0, dt)));
   return NULL;
 }
 
@@ -276,7 +273,9 @@ static tt_error *lower_isnan(tt_lower_ctx *c) {
   tt_val x = uc_read_as(c, 0, dt);
   tt_shape s = tt_b_shape(b, x);
   s.dtype = TT_BOOL;
-  tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "NE", x, x) : tt_b_full(b, s, 0));
+  tt_lc_output(c, tt_dtype_is_complex(dt)    ? tt_complex_isnan(b, x)
+                  : tt_dtype_is_floating(dt) ? uc_cmp(b, "NE", x, x)
+                                             : tt_b_full(b, s, 0));
   return NULL;
 }
 
@@ -286,8 +285,9 @@ static tt_error *lower_isinf(tt_lower_ctx *c) {
   tt_val x = uc_read_as(c, 0, dt);
   tt_shape s = tt_b_shape(b, x);
   s.dtype = TT_BOOL;
-  tt_lc_output(c, tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, INFINITY))
-                                           : tt_b_full(b, s, 0));
+  tt_lc_output(c, tt_dtype_is_complex(dt)    ? tt_complex_isinf(b, x)
+                  : tt_dtype_is_floating(dt) ? uc_cmp(b, "EQ", uc_un(b, TT_OP_ABS, x), tt_full_like(b, x, INFINITY))
+                                             : tt_b_full(b, s, 0));
   return NULL;
 }
 

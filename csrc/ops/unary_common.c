@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "ops/unary_common.h"
+#include "ops/complex_math.h"
 
 tt_dtype uc_float_result(tt_dtype dt) {
   return tt_dtype_is_floating(dt) || tt_dtype_is_complex(dt) ? dt : TT_DEFAULT_FLOAT;
@@ -40,7 +41,8 @@ tt_error *uc_float_unary(tt_lower_ctx *c, unary_fn f) {
   tt_builder *b = tt_lc_builder(c);
   tt_dtype out = uc_float_result(uc_arg_dtype(c, 0));
   tt_val x = uc_read_as(c, 0, tt_opmath(out));
-  tt_lc_output(c, tt_b_convert(b, f(b, x), out));
+  tt_val y = tt_dtype_is_complex(out) ? tt_complex_apply(b, tt_lc_op_name(c), f, x) : f(b, x);
+  tt_lc_output(c, tt_b_convert(b, y, out));
   return NULL;
 }
 

@@ -361,7 +361,11 @@ void tpu_clone(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     tpu_fallback(op, stack);
     return;
   }
-  device_copy(out, self);
+  // a conjugate or negative view's logical values (tpu_copy_ applies the bits)
+  if (self.is_conj() || self.is_neg())
+    tpu_copy_(out, self, false);
+  else
+    device_copy(out, self);
   torch::jit::drop(*stack, nargs);
   torch::jit::push(*stack, std::move(out));
 }
