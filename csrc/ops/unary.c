@@ -108,7 +108,16 @@ FLOAT_UNARY(expm1)
 FLOAT_UNARY(log)
 FLOAT_UNARY(log2)
 FLOAT_UNARY(log10)
-FLOAT_UNARY(log1p)
+/* Complex log1p goes to CPU: PyTorch's formula relies on (x + 1) - 1 being
+ * rounded, which XLA simplifies to x, so near -1 and at infinities the
+ * result was wrong ((-1+1e-30j) gave -inf for -69.08); a wrong lowering is
+ * worse than a fallback. Real inputs stay native. */
+static tt_error *lower_log1p(tt_lower_ctx *c) {
+  if (tt_dtype_is_complex(uc_arg_dtype(c, 0)))
+    return tt_lc_decline(c, "log1p of a complex tensor runs on CPU (XLA folds the (x + 1) - 1 "
+                            "that its extremal values need)");
+  return uc_float_unary(c, f_log1p);
+}
 FLOAT_UNARY(sqrt)
 FLOAT_UNARY(rsqrt)
 FLOAT_UNARY(sin)
