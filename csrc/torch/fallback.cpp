@@ -311,6 +311,7 @@ struct OpInfo {
   bool complex_native;   // its lowering handles complex tensors
   bool out_values_indices;  // its (values, indices) out=: input's dtype, then int64
   bool out_unary_same_dtype;  // a TensorIterator unary op: out has the input's dtype
+  bool inplace_no_overlap;  // in-place: self may not overlap itself or another argument
   std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
@@ -338,6 +339,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
       }
     }
   }
+  info.out_variant = false;  // was left uninitialized before the |= below
   for (const auto& a : schema.arguments())
     info.out_variant |= a.alias_info() && a.alias_info()->isWrite() && a.kwarg_only();
   // per-op policy is the core's table (csrc/ops/op_props.c)
@@ -346,6 +348,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   info.out_same_dtype = info.out_variant && (props & TT_PROP_OUT_SAME_DTYPE);
   info.out_values_indices = info.out_variant && (props & TT_PROP_OUT_VALUES_INDICES);
   info.out_unary_same_dtype = info.out_variant && (props & TT_PROP_OUT_UNARY_SAME_DTYPE);
+  info.inplace_no_overlap = !info.out_variant && (props & TT_PROP_INPLACE_NO_OVERLAP);
   info.allow_upload = props & TT_PROP_UPLOAD_CPU_ARGS;
   info.complex_native = props & TT_PROP_COMPLEX_NATIVE;
   return infos.emplace(&schema, std::move(info)).first->second;
@@ -428,6 +431,14 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t n = schema.arguments().size();
   auto args_begin = stack->size() - n;
   if (info.out_variant) check_out_arguments(schema, info, *stack, args_begin);
+  if (info.inplace_no_overlap && n > 0 && (*stack)[args_begin].isTensor()) {
+    // ATen's checks for these in-place kernels (a CPU run sees copies)
+    const at::Tensor& self = (*stack)[args_begin].toTensor();
+    at::assert_no_internal_overlap(self);
+    for (size_t i = 1; i < n; i++)
+      if ((*stack)[args_begin + i].isTensor() && (*stack)[args_begin + i].toTensor().defined())
+        at::assert_no_overlap(self, (*stack)[args_begin + i].toTensor());
+  }
   if (!info.tensor_returns) return cpu_fallback(op, stack, name, "non-tensor result");
   ensure_initialized();
 

@@ -45,3 +45,47 @@ def test_copy_without_partial_overlap_still_copies():
     want[:4].copy_(want[:4].view(2, 2).view(4))
     got[:4].copy_(got[:4].view(2, 2).view(4))
     torch.testing.assert_close(got.cpu(), want)
+
+
+def _inplace_overlap_cases(dev):
+    y = torch.arange(6.0, device=dev)
+    ind = torch.tensor([2, 1, 0], device=dev)
+    x = torch.rand((1,), device=dev).expand((6,))
+    return [
+        lambda: x.index_copy_(0, ind, torch.ones(3, device=dev)),
+        lambda: y.index_copy_(0, ind, y[:3]),
+        lambda: ind.index_copy_(0, ind, ind.clone()),
+        lambda: ind.index_copy_(0, ind.clone(), ind),
+        lambda: y.index_add_(0, ind, y[3:]),
+        lambda: ind.index_add_(0, ind, ind.clone()),
+        lambda: ind.index_fill_(0, ind, 1),
+        lambda: y.scatter_(0, ind, y[3:]),
+        lambda: y.scatter_add_(0, ind, y[3:]),
+    ]
+
+
+def test_inplace_index_ops_refuse_overlap_like_cpu():
+    # index_copy_/index_add_/index_fill_ with self overlapping the source or
+    # the index: CPU raises "unsupported operation"; tpu computed (for
+    # y.index_copy_(0, ind, y[3:]) after an in-place op, wrong values) --
+    # test_torch's test_index_copy_mem_overlap. The check was never reached:
+    # the fallback's out_variant flag was read uninitialized.
+    for cpu_case, tpu_case in zip(_inplace_overlap_cases("cpu"), _inplace_overlap_cases(DEV)):
+        with pytest.raises(RuntimeError) as cpu_err:
+            cpu_case()
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
+            tpu_case()
+
+
+def test_inplace_index_ops_without_overlap_match_cpu():
+    def run(dev):
+        y = torch.arange(6.0, device=dev)
+        ind = torch.tensor([2, 1, 0], device=dev)
+        y.sigmoid_()
+        y.index_copy_(0, ind, y[3:].clone())
+        y.index_add_(0, ind, torch.ones(3, device=dev), alpha=2)
+        y.index_fill_(0, ind[:1], -1.0)
+        y.scatter_add_(0, ind, torch.full((3,), 0.5, device=dev))
+        return y.cpu()
+
+    torch.testing.assert_close(run(DEV), run("cpu"))
