@@ -27,8 +27,8 @@ typedef enum {
   /* ATen's unary out= kernel (TensorIterator's unary op) requires out to
    * have the input's dtype, with "Found dtype X but expected Y" */
   TT_PROP_OUT_UNARY_SAME_DTYPE = 64,
-  /* ATen's in-place kernel refuses a self overlapping itself or any other
-   * tensor argument (index_copy_, index_add_: "unsupported operation") */
+  /* ATen's in-place kernel refuses a self overlapping any other tensor
+   * argument (index_copy_, index_put_: "unsupported operation") */
   TT_PROP_INPLACE_NO_OVERLAP = 128,
 } tt_op_prop;
 

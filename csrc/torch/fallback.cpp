@@ -432,12 +432,16 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   auto args_begin = stack->size() - n;
   if (info.out_variant) check_out_arguments(schema, info, *stack, args_begin);
   if (info.inplace_no_overlap && n > 0 && (*stack)[args_begin].isTensor()) {
-    // ATen's checks for these in-place kernels (a CPU run sees copies)
+    // ATen's checks for these in-place kernels (a CPU run sees copies); a
+    // self overlapping itself is refused by the view write itself
     const at::Tensor& self = (*stack)[args_begin].toTensor();
-    at::assert_no_internal_overlap(self);
-    for (size_t i = 1; i < n; i++)
-      if ((*stack)[args_begin + i].isTensor() && (*stack)[args_begin + i].toTensor().defined())
-        at::assert_no_overlap(self, (*stack)[args_begin + i].toTensor());
+    for (size_t i = 1; i < n; i++) {
+      const c10::IValue& v = (*stack)[args_begin + i];
+      if (v.isTensor() && v.toTensor().defined()) at::assert_no_overlap(self, v.toTensor());
+      if (v.isList())
+        for (const c10::IValue& e : v.toListRef())
+          if (e.isTensor() && e.toTensor().defined()) at::assert_no_overlap(self, e.toTensor());
+    }
   }
   if (!info.tensor_returns) return cpu_fallback(op, stack, name, "non-tensor result");
   ensure_initialized();

@@ -50,9 +50,7 @@ def test_copy_without_partial_overlap_still_copies():
 def _inplace_overlap_cases(dev):
     y = torch.arange(6.0, device=dev)
     ind = torch.tensor([2, 1, 0], device=dev)
-    x = torch.rand((1,), device=dev).expand((6,))
     return [
-        lambda: x.index_copy_(0, ind, torch.ones(3, device=dev)),
         lambda: y.index_copy_(0, ind, y[:3]),
         lambda: ind.index_copy_(0, ind, ind.clone()),
         lambda: ind.index_copy_(0, ind.clone(), ind),
@@ -61,12 +59,16 @@ def _inplace_overlap_cases(dev):
         lambda: ind.index_fill_(0, ind, 1),
         lambda: y.scatter_(0, ind, y[3:]),
         lambda: y.scatter_add_(0, ind, y[3:]),
+        lambda: y.index_put_((ind,), y[0]),
+        lambda: ind.index_put_((ind,), ind),
+        lambda: y.index_put_((ind,), y[:3]),
     ]
 
 
 def test_inplace_index_ops_refuse_overlap_like_cpu():
-    # index_copy_/index_add_/index_fill_ with self overlapping the source or
-    # the index: CPU raises "unsupported operation"; tpu computed (for
+    # index_copy_/index_add_/index_fill_/index_put_ with self overlapping
+    # the source or the index: CPU raises "unsupported operation"; tpu
+    # computed (for
     # y.index_copy_(0, ind, y[3:]) after an in-place op, wrong values) --
     # test_torch's test_index_copy_mem_overlap. The check was never reached:
     # the fallback's out_variant flag was read uninitialized.
@@ -75,6 +77,10 @@ def test_inplace_index_ops_refuse_overlap_like_cpu():
             cpu_case()
         with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
             tpu_case()
+    # self overlapping itself: refused too (the view write's message)
+    x = torch.rand((1,), device=DEV).expand((6,))
+    with pytest.raises(RuntimeError, match="unsupported operation: more than one element"):
+        x.index_copy_(0, torch.tensor([2, 1, 0], device=DEV), torch.ones(3, device=DEV))
 
 
 def test_inplace_index_ops_without_overlap_match_cpu():
@@ -86,6 +92,7 @@ def test_inplace_index_ops_without_overlap_match_cpu():
         y.index_add_(0, ind, torch.ones(3, device=dev), alpha=2)
         y.index_fill_(0, ind[:1], -1.0)
         y.scatter_add_(0, ind, torch.full((3,), 0.5, device=dev))
+        y.index_put_((ind[1:],), torch.tensor([7.0, 8.0], device=dev), accumulate=True)
         return y.cpu()
 
     torch.testing.assert_close(run(DEV), run("cpu"))
