@@ -7,6 +7,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addr_native.h>
+#include <ATen/ops/is_set_to_native.h>
 #include <torch/library.h>
 
 #include <cstdlib>
@@ -311,7 +312,8 @@ struct OpInfo {
   bool complex_native;   // its lowering handles complex tensors
   bool out_values_indices;  // its (values, indices) out=: input's dtype, then int64
   bool out_unary_same_dtype;  // a TensorIterator unary op: out has the input's dtype
-  bool inplace_no_overlap;  // in-place: self may not overlap itself or another argument
+  bool inplace_no_overlap;  // in-place: self may not overlap another argument
+  bool out_scalar_type_equal;  // its out= must have the input's dtype (other message)
   std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
@@ -349,6 +351,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   info.out_values_indices = info.out_variant && (props & TT_PROP_OUT_VALUES_INDICES);
   info.out_unary_same_dtype = info.out_variant && (props & TT_PROP_OUT_UNARY_SAME_DTYPE);
   info.inplace_no_overlap = !info.out_variant && (props & TT_PROP_INPLACE_NO_OVERLAP);
+  info.out_scalar_type_equal = info.out_variant && (props & TT_PROP_OUT_SCALAR_TYPE_EQUAL);
   info.allow_upload = props & TT_PROP_UPLOAD_CPU_ARGS;
   info.complex_native = props & TT_PROP_COMPLEX_NATIVE;
   return infos.emplace(&schema, std::move(info)).first->second;
@@ -386,6 +389,10 @@ void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
       TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Expected out tensor to have dtype ",
                   ins.front().dtype(), ", but got ", out.dtype(), " instead");
   }
+  if (info.out_scalar_type_equal && !ins.empty())
+    for (const at::Tensor& out : outs)
+      TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "expected scalar_type ",
+                  ins.front().scalar_type(), " but found ", out.scalar_type());
   if (info.out_unary_same_dtype && !ins.empty())
     for (const at::Tensor& out : outs)
       TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Found dtype ",
@@ -584,6 +591,8 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addr_", tpu_addr_);
+  // metadata only: a CPU run would compare the copies' storages (false)
+  m.impl("is_set_to", at::native::is_set_to);
 }
 
 // Some ops we lower have a CompositeExplicitAutograd kernel (convolution,

@@ -96,3 +96,36 @@ def test_inplace_index_ops_without_overlap_match_cpu():
         return y.cpu()
 
     torch.testing.assert_close(run(DEV), run("cpu"))
+
+
+def _set_to_pairs(dev):
+    t1 = torch.empty(3, 4, 9, 10, device=dev)
+    t2 = torch.empty(3, 4, 9, 10, device=dev)
+    t3 = torch.tensor([], device=dev).set_(t1)
+    t4 = t3.clone().resize_(12, 90)
+    b = torch.tensor([True, True], device=dev)
+    return [(t1, t2), (t1, t3), (t3, t1), (t1, t4), (t1, t1[:]), (t1, t1[1:]),
+            (t1, t1.view(12, 90)), (b, torch.tensor([False], device=dev).set_(b))]
+
+
+def test_is_set_to_matches_cpu():
+    # is_set_to ran on CPU copies of its arguments, so a tensor set_() to
+    # another compared false (test_torch's test_is_set_to): a silent wrong
+    # answer. It is metadata only and now runs on the tpu tensors.
+    want = [a.is_set_to(b) for a, b in _set_to_pairs("cpu")]
+    got = [a.is_set_to(b) for a, b in _set_to_pairs(DEV)]
+    assert got == want
+    assert want[1] and want[2] and want[4] and want[7]
+
+
+def test_logcumsumexp_out_dtype_checked_like_cpu():
+    # CPU's logcumsumexp refuses an out= of another dtype; tpu cast into it
+    # (test_torch's test_logcumsumexp)
+    b = torch.randn(5, 2, dtype=torch.float64)
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.logcumsumexp(b, 1, out=torch.zeros(5, 2, dtype=torch.float32))
+    with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
+        torch.logcumsumexp(b.to(DEV), 1, out=torch.zeros(5, 2, dtype=torch.float32, device=DEV))
+    out = torch.zeros(5, 2, dtype=torch.float64, device=DEV)
+    torch.logcumsumexp(b.to(DEV), 1, out=out)
+    torch.testing.assert_close(out.cpu(), torch.logcumsumexp(b, 1))
