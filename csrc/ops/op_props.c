@@ -30,6 +30,7 @@ static const op_rule rules[] = {
     {"scatter_add_", false, TT_PROP_INPLACE_NO_OVERLAP},
     {"index_put_", false, TT_PROP_INPLACE_NO_OVERLAP},
     {"_index_put_impl_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"put_", false, TT_PROP_INPLACE_NO_OVERLAP},
     {"logcumsumexp", false, TT_PROP_OUT_SCALAR_TYPE_EQUAL},
     /* (values, indices) out= kernels: no casting into either output (only
      * the two-output overloads have two out tensors) */

@@ -62,11 +62,14 @@ def _inplace_overlap_cases(dev):
         lambda: y.index_put_((ind,), y[0]),
         lambda: ind.index_put_((ind,), ind),
         lambda: y.index_put_((ind,), y[:3]),
+        lambda: y.put_(ind[0], y[0]),
+        lambda: ind.put_(ind, ind.clone()),
+        lambda: y.put_(ind, y[:3]),
     ]
 
 
 def test_inplace_index_ops_refuse_overlap_like_cpu():
-    # index_copy_/index_add_/index_fill_/index_put_ with self overlapping
+    # index_copy_/index_add_/index_fill_/index_put_/put_ with self overlapping
     # the source or the index: CPU raises "unsupported operation"; tpu
     # computed (for
     # y.index_copy_(0, ind, y[3:]) after an in-place op, wrong values) --
