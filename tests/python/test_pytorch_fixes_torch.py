@@ -132,3 +132,16 @@ def test_logcumsumexp_out_dtype_checked_like_cpu():
     out = torch.zeros(5, 2, dtype=torch.float64, device=DEV)
     torch.logcumsumexp(b.to(DEV), 1, out=out)
     torch.testing.assert_close(out.cpu(), torch.logcumsumexp(b, 1))
+
+
+def test_storage_slice_refused_not_misread():
+    # UntypedStorage[a:b] of a tpu storage makes a storage whose DataPtr
+    # context is the parent StorageImpl; it was read as a tpu storage handle
+    # ("found at least two devices, tpu:0 and tpu:3", test_torch's
+    # test_storage). Now a clear NotImplementedError; whole storages work.
+    v = torch.arange(15.0).view(3, 5)
+    t = v.to(DEV)
+    with pytest.raises(NotImplementedError, match="slice of a tpu storage"):
+        t.untyped_storage()[0:4][0]
+    assert t.untyped_storage().tolist() == v.untyped_storage().tolist()
+    assert t.untyped_storage()[4] == v.untyped_storage()[4]
