@@ -458,6 +458,14 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<tt_arg> args(n);
   c10::DeviceIndex device = -1;
   bool allow_upload = info.allow_upload;
+  // A CPU tensor indexed with tpu indices: CPU's refusal (only the indices
+  // may be uploaded, never the indexed tensor)
+  if (allow_upload && n > 0 && (*stack)[args_begin].isTensor() &&
+      (*stack)[args_begin].toTensor().is_cpu() &&
+      (name == "index.Tensor" || name == "index_put_" || name == "index_put" ||
+       name.rfind("_index_put_impl", 0) == 0))
+    TORCH_CHECK(false, "indices should be either on cpu or on the same device as the indexed "
+                "tensor (cpu)");
   try {
     for (size_t i = 0; i < n; i++)
       convert_arg(arena, schema.arguments()[i], (*stack)[args_begin + i], &args[i], &device,

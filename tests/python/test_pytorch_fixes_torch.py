@@ -145,3 +145,22 @@ def test_storage_slice_refused_not_misread():
         t.untyped_storage()[0:4][0]
     assert t.untyped_storage().tolist() == v.untyped_storage().tolist()
     assert t.untyped_storage()[4] == v.untyped_storage()[4]
+
+
+def test_cpu_tensor_with_tpu_indices_refused_like_cuda():
+    # x[tpu_index] with x on CPU: CUDA and CPU refuse a device index for a
+    # CPU tensor; tpu uploaded x and returned a tpu result (test_torch's
+    # test_advancedindex_mixed_devices_error). CPU indices into a tpu tensor
+    # still work.
+    x = torch.randn(3, 4, 4, 4, 3)
+    ib = torch.tensor([0, 2, 1])
+    msg = re.escape("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
+    with pytest.raises(RuntimeError, match=msg):
+        x[ib.to(DEV)]
+    with pytest.raises(RuntimeError, match=msg):
+        x[:, ib.to(DEV), None, ib, 0]
+    with pytest.raises(RuntimeError, match=msg):
+        x.index_put_((ib.to(DEV),), torch.zeros(3, 4, 4, 3))
+    y = x.to(DEV)
+    torch.testing.assert_close(y[ib].cpu(), x[ib])
+    torch.testing.assert_close(y[ib.to(DEV)].cpu(), x[ib])
