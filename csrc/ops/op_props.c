@@ -22,6 +22,16 @@ static const op_rule rules[] = {
     {"masked_select", false, TT_PROP_OUT_NO_OVERLAP},
     {"kthvalue", false, TT_PROP_OUT_NO_OVERLAP},
     {"gather", false, TT_PROP_OUT_NO_OVERLAP | TT_PROP_OUT_SAME_DTYPE},
+    /* in-place kernels that refuse self overlapping an index or source */
+    {"index_copy_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"index_add_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"index_fill_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"scatter_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"scatter_add_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"index_put_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"_index_put_impl_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"put_", false, TT_PROP_INPLACE_NO_OVERLAP},
+    {"logcumsumexp", false, TT_PROP_OUT_SCALAR_TYPE_EQUAL},
     /* (values, indices) out= kernels: no casting into either output (only
      * the two-output overloads have two out tensors) */
     {"max", false, TT_PROP_OUT_VALUES_INDICES},

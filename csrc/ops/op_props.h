@@ -27,6 +27,12 @@ typedef enum {
   /* ATen's unary out= kernel (TensorIterator's unary op) requires out to
    * have the input's dtype, with "Found dtype X but expected Y" */
   TT_PROP_OUT_UNARY_SAME_DTYPE = 64,
+  /* ATen's in-place kernel refuses a self overlapping any other tensor
+   * argument (index_copy_, index_put_: "unsupported operation") */
+  TT_PROP_INPLACE_NO_OVERLAP = 128,
+  /* ATen's out= kernel requires out to have the input's dtype, with
+   * "expected scalar_type X but found Y" (logcumsumexp) */
+  TT_PROP_OUT_SCALAR_TYPE_EQUAL = 256,
 } tt_op_prop;
 
 /* The properties (a set of tt_op_prop bits) of op_name, "cat.out" or "cat"

@@ -7,6 +7,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addr_native.h>
+#include <ATen/ops/is_set_to_native.h>
 #include <torch/library.h>
 
 #include <cstdlib>
@@ -311,6 +312,8 @@ struct OpInfo {
   bool complex_native;   // its lowering handles complex tensors
   bool out_values_indices;  // its (values, indices) out=: input's dtype, then int64
   bool out_unary_same_dtype;  // a TensorIterator unary op: out has the input's dtype
+  bool inplace_no_overlap;  // in-place: self may not overlap another argument
+  bool out_scalar_type_equal;  // its out= must have the input's dtype (other message)
   std::vector<size_t> return_args;  // aliasing: the argument each return is
 };
 
@@ -340,6 +343,7 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
       }
     }
   }
+  info.out_variant = false;  // was left uninitialized before the |= below
   for (const auto& a : schema.arguments())
     info.out_variant |= a.alias_info() && a.alias_info()->isWrite() && a.kwarg_only();
   // per-op policy is the core's table (csrc/ops/op_props.c)
@@ -348,6 +352,8 @@ const OpInfo& op_info(const c10::OperatorHandle& op) {
   info.out_same_dtype = info.out_variant && (props & TT_PROP_OUT_SAME_DTYPE);
   info.out_values_indices = info.out_variant && (props & TT_PROP_OUT_VALUES_INDICES);
   info.out_unary_same_dtype = info.out_variant && (props & TT_PROP_OUT_UNARY_SAME_DTYPE);
+  info.inplace_no_overlap = !info.out_variant && (props & TT_PROP_INPLACE_NO_OVERLAP);
+  info.out_scalar_type_equal = info.out_variant && (props & TT_PROP_OUT_SCALAR_TYPE_EQUAL);
   info.allow_upload = props & TT_PROP_UPLOAD_CPU_ARGS;
   info.complex_native = props & TT_PROP_COMPLEX_NATIVE;
   return infos.emplace(&schema, std::move(info)).first->second;
@@ -385,6 +391,10 @@ void check_out_arguments(const c10::FunctionSchema& schema, const OpInfo& info,
       TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "Expected out tensor to have dtype ",
                   ins.front().dtype(), ", but got ", out.dtype(), " instead");
   }
+  if (info.out_scalar_type_equal && !ins.empty())
+    for (const at::Tensor& out : outs)
+      TORCH_CHECK(out.scalar_type() == ins.front().scalar_type(), "expected scalar_type ",
+                  ins.front().scalar_type(), " but found ", out.scalar_type());
   if (info.out_unary_same_dtype && !ins.empty())
     for (const at::Tensor& out : outs) {
       // abs of a complex tensor is real: ATen casts it into any real out
@@ -438,6 +448,18 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t n = schema.arguments().size();
   auto args_begin = stack->size() - n;
   if (info.out_variant) check_out_arguments(schema, info, *stack, args_begin);
+  if (info.inplace_no_overlap && n > 0 && (*stack)[args_begin].isTensor()) {
+    // ATen's checks for these in-place kernels (a CPU run sees copies); a
+    // self overlapping itself is refused by the view write itself
+    const at::Tensor& self = (*stack)[args_begin].toTensor();
+    for (size_t i = 1; i < n; i++) {
+      const c10::IValue& v = (*stack)[args_begin + i];
+      if (v.isTensor() && v.toTensor().defined()) at::assert_no_overlap(self, v.toTensor());
+      if (v.isList())
+        for (const c10::IValue& e : v.toListRef())
+          if (e.isTensor() && e.toTensor().defined()) at::assert_no_overlap(self, e.toTensor());
+    }
+  }
   if (!info.tensor_returns) return cpu_fallback(op, stack, name, "non-tensor result");
   ensure_initialized();
 
@@ -446,6 +468,14 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<tt_arg> args(n);
   c10::DeviceIndex device = -1;
   bool allow_upload = info.allow_upload;
+  // A CPU tensor indexed with tpu indices: CPU's refusal (only the indices
+  // may be uploaded, never the indexed tensor)
+  if (allow_upload && n > 0 && (*stack)[args_begin].isTensor() &&
+      (*stack)[args_begin].toTensor().is_cpu() &&
+      (name == "index.Tensor" || name == "index_put_" || name == "index_put" ||
+       name.rfind("_index_put_impl", 0) == 0))
+    TORCH_CHECK(false, "indices should be either on cpu or on the same device as the indexed "
+                "tensor (cpu)");
   try {
     for (size_t i = 0; i < n; i++)
       convert_arg(arena, schema.arguments()[i], (*stack)[args_begin + i], &args[i], &device,
@@ -579,6 +609,8 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addr_", tpu_addr_);
+  // metadata only: a CPU run would compare the copies' storages (false)
+  m.impl("is_set_to", at::native::is_set_to);
 }
 
 // Some ops we lower have a CompositeExplicitAutograd kernel (convolution,

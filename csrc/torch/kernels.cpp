@@ -3,6 +3,7 @@
 // resizing and storage swapping. Everything else goes through the fallback
 // in fallback.cpp to the core.
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/op_registration/adaption.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -190,6 +191,10 @@ at::Tensor& tpu_copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking
   }
   TORCH_CHECK(self.is_privateuseone() && src.is_privateuseone(),
               "torch_tpu copy_: unsupported devices ", self.device(), " <- ", src.device());
+  // CPU's copy_ refuses a source partly overlapping the destination (e.g.
+  // x[:9].copy_(x[1:10]), or a transpose of itself); tpu computed it
+  if (self.is_same(src)) return self;
+  at::assert_no_partial_overlap(self, src);
   if (self.device() != src.device()) {
     at::Tensor d = dense(src);
     tt_buffer* moved = nullptr;

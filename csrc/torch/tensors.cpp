@@ -56,7 +56,15 @@ at::ScalarType to_scalar_type(tt_dtype d) {
 }
 
 tt_storage* storage_of(const at::Tensor& t) {
-  return static_cast<tt_storage*>(t.storage().data_ptr().get_context());
+  // A slice of a tpu storage (UntypedStorage[a:b]) is a DataPtr whose
+  // context is the parent's StorageImpl, not a tt_storage: refuse it rather
+  // than read one as the other (it named a wrong device, "tpu:3")
+  const c10::DataPtr& dp = t.storage().data_ptr();
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      dp.get_context() == nullptr || dp.get_deleter() == tpu_allocator()->raw_deleter(),
+      "torch_tpu: this tensor's storage was not allocated by tpu (a slice of a tpu storage, "
+      "UntypedStorage[a:b], is not supported; copy the bytes to CPU first)");
+  return static_cast<tt_storage*>(dp.get_context());
 }
 
 void describe_tensor(const at::Tensor& t, tt_tensor_ref* ref) {

@@ -39,6 +39,15 @@ def _testing_compat():
     from torch.testing._internal import common_methods_invocations as cmi
     if not hasattr(cmi, "binary_ufuncs_and_refs") and hasattr(cmi, "binary_ufuncs"):
         cmi.binary_ufuncs_and_refs = cmi.binary_ufuncs
+    # The stored test_torch.py imports two names torch 2.13 renamed or
+    # dropped: `skipIfMps` (now `skipIfMPS`) and common_cuda's
+    # `tf32_is_not_fp32` (True only on an Ampere CUDA device: False here).
+    from torch.testing._internal import common_utils as cu
+    from torch.testing._internal import common_cuda as cc
+    if not hasattr(cu, "skipIfMps") and hasattr(cu, "skipIfMPS"):
+        cu.skipIfMps = cu.skipIfMPS
+    if not hasattr(cc, "tf32_is_not_fp32"):
+        cc.tf32_is_not_fp32 = lambda: False
 
 
 _testing_compat()
