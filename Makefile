@@ -174,11 +174,13 @@ bench:
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/examples_bench.py
 
 # The serving engine (torch_tpu.serve) against Hugging Face generate on CPU
-# eager: tokens/s at 1 and 8 requests, compiles while measured, prefix hits.
+# eager: tokens/s at 1 and 8 requests, compiles while measured, prefix hits;
+# then the HTTP load test (loopback, bounded) at concurrency 1, 8 and 32.
 .PHONY: serve-bench
 serve-bench:
 	$(MAKE) -j2 build
 	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.bench
+	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.loadgen --router
 
 # XLA:CPU's own reach on this machine: minGPT's training step in JAX (same
 # compiler) beside CPU eager, Inductor and backend="tpu". JAX gets its own
