@@ -211,3 +211,34 @@ def test_block_manager_refcounts_and_lru():
         bm.allocate()
     with pytest.raises(RuntimeError, match="released"):
         bm.release([b[1], b[1]])
+
+
+def test_mixed_load_returns_every_block(llama):
+    # 40 mixed requests (shared prefixes, sampling, aborts mid-flight, tight
+    # blocks so preemption happens): afterwards no block is held and every
+    # block is free or cached
+    import random
+    rnd = random.Random(0)
+    eng = Engine(llama, **dict(ENGINE, num_blocks=13))
+    shared = _prompts([16], seed=9)[0]
+    pending = set()
+    for i in range(40):
+        p = _prompts([rnd.randint(1, 30)], seed=100 + i)[0]
+        if rnd.random() < 0.5:
+            p = shared + p[:rnd.randint(1, 20)]
+        sp = SamplingParams(max_tokens=rnd.randint(1, 12), temperature=rnd.choice([0.0, 0.8]), seed=i)
+        eng.add_request(f"r{i}", p, sp)
+        pending.add(f"r{i}")
+        for o in eng.step():
+            if o.finished:
+                pending.discard(o.request_id)
+        if rnd.random() < 0.15 and pending:
+            victim = rnd.choice(sorted(pending))
+            eng.abort(victim)
+            pending.discard(victim)
+    while eng.has_work():
+        eng.step()
+    b = eng.blocks
+    assert b.num_used() == 0 and all(r == 0 for r in b.ref)
+    assert len(b.free) + b.num_cached() == b.capacity
+    assert b.hit_tokens > 0
