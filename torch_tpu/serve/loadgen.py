@@ -20,7 +20,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SERVER_ARGS = ["--block-size", "8", "--max-num-seqs", "32", "--max-model-len", "128",
+SERVER_ARGS = ["--block-size", "8", "--max-num-seqs", "32", "--max-model-len", "256",
                "--chunk-size", "32", "--min-batch-bucket", "8", "--min-ctx-blocks", "16"]
 CHAT = ("{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
         "{% if add_generation_prompt %}<s>assistant:{% endif %}")
@@ -39,7 +39,7 @@ def save_model(path):
                                          eos_token="</s>", chat_template=CHAT).save_pretrained(path)
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                                    bos_token_id=1, eos_token_id=2)
     transformers.LlamaForCausalLM(cfg).save_pretrained(path)
 
