@@ -155,7 +155,9 @@ class Engine:
         return bool(self.waiting or self.running or self.inbox)
 
     def num_waiting(self):
-        return len(self.waiting) + sum(1 for k, _ in list(self.inbox) if k == "add")
+        with self._lock:  # other threads read this (metrics) while requests arrive
+            queued = sum(1 for k, _ in self.inbox if k == "add")
+        return len(self.waiting) + queued
 
     def _drain_inbox(self):
         with self._lock:

@@ -7,6 +7,7 @@ responses or server-sent events; a client that goes away aborts its
 requests, which frees their blocks.
 """
 import asyncio
+import dataclasses
 import itertools
 import json
 import threading
@@ -282,7 +283,6 @@ def build_app(engine, tokenizer, model_name):
         subs = []
         try:
             for i in range(n):
-                import dataclasses
                 p = dataclasses.replace(params, seed=None if params.seed is None else params.seed + i)
                 subs.append(aengine.submit(loop, ids, p))
         except ValueError as e:
