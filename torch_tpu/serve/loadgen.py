@@ -113,6 +113,16 @@ async def cell(url, prompts, concurrency, max_tokens, limit_s):
             "mean_tokens": statistics.mean(len(ts) for _, ts in res)}
 
 
+def _compiled(url):
+    import httpx
+    return httpx.get(url + "/v1/engine_stats", timeout=30).json()["programs_compiled"]
+
+
+def _hit(url):
+    import httpx
+    return httpx.get(url + "/v1/engine_stats", timeout=30).json()["prefix_hit_rate"]
+
+
 def _prompts(n, shared, seed):
     import random
     rnd = random.Random(seed)
@@ -151,7 +161,12 @@ def main(argv=None):
                 if not prefix_cache and not shared:
                     continue
                 for c in conc:
+                    # a warm-up pass of the same cell (other prompts), then the measured one
+                    asyncio.run(cell(url, _prompts(a.requests, shared, 1000 + c), c, a.max_tokens, a.limit_s))
+                    c0 = _compiled(url)
                     r = asyncio.run(cell(url, _prompts(a.requests, shared, c), c, a.max_tokens, a.limit_s))
+                    r["compiled"] = _compiled(url) - c0
+                    r["hit"] = _hit(url)
                     rows.append((f"{'shared prefix' if shared else 'plain'}, prefix cache "
                                  f"{'on' if prefix_cache else 'off'}", c, r))
             p.terminate()
@@ -166,7 +181,11 @@ def main(argv=None):
                                  "--backend", u2, "--port", str(port)], rurl))
             asyncio.run(cell(rurl, _prompts(16, True, 0), 8, a.max_tokens, a.limit_s))  # warm-up
             for c in conc:
+                asyncio.run(cell(rurl, _prompts(a.requests, True, 1000 + c), c, a.max_tokens, a.limit_s))
+                c0 = _compiled(u1) + _compiled(u2)
                 r = asyncio.run(cell(rurl, _prompts(a.requests, True, c), c, a.max_tokens, a.limit_s))
+                r["compiled"] = _compiled(u1) + _compiled(u2) - c0
+                r["hit"] = (_hit(u1) + _hit(u2)) / 2
                 rows.append(("shared prefix, router over 2 backends", c, r))
     finally:
         for p in procs:
@@ -174,11 +193,12 @@ def main(argv=None):
                 p.kill()
     print(f"tiny Llama (hidden 128, 2 layers, vocab 512), {a.requests} streamed requests per cell, "
           f"{a.max_tokens} tokens each, greedy")
-    print("| workload | concurrency | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| workload | concurrency | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
+          "programs compiled | prefix hit rate (server, cumulative) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, c, r in rows:
         print(f"| {name} | {c} | {r['tok_s']:.1f} | {r['ttft_p50']:.0f} | {r['ttft_p99']:.0f} | "
-              f"{r['itl_p50']:.1f} | {r['itl_p99']:.1f} |")
+              f"{r['itl_p50']:.1f} | {r['itl_p99']:.1f} | {r['compiled']} | {r['hit']:.2f} |")
 
 
 if __name__ == "__main__":
