@@ -1,0 +1,352 @@
+"""The serving engine: continuous batching over a paged KV cache.
+
+Every `step()`:
+
+1. takes new requests and aborts from the inbox (any thread may add);
+2. schedules: running sequences first (a decode token each, or the next
+   chunk of a prompt still being prefilled), then waiting ones join while
+   there is room (`max_num_seqs`, the step's token budget, free blocks); a
+   joining sequence first takes the longest cached prefix of its tokens from
+   the prefix tree. When a running sequence needs a block and none is left,
+   the most recently admitted other sequence is preempted: its blocks are
+   released and it goes back to the head of the queue, to be recomputed
+   (prompt plus the tokens generated so far) when it is admitted again;
+3. runs one forward over the batch laid out `[B, L]`, padded to a batch
+   bucket, a query-length bucket and a context-blocks bucket (powers of two),
+   so a steady load runs a fixed, small set of programs;
+4. samples on the host for sequences whose tokens are all computed, appends
+   the token, finishes sequences (length, EOS, stop tokens) and frees their
+   blocks; full blocks enter the prefix tree.
+"""
+import collections
+import dataclasses
+import itertools
+import threading
+import time
+
+import torch
+
+from . import kv_cache
+from .models import PagedCausalLM
+from .sampling import SamplingParams, make_generator, sample
+
+
+def _pow2_buckets(lo, hi):
+    out, b = [], lo
+    while b < hi:
+        out.append(b)
+        b *= 2
+    out.append(hi)
+    return out
+
+
+def _bucket(n, buckets):
+    for b in buckets:
+        if b >= n:
+            return b
+    raise ValueError(f"{n} is over the largest bucket {buckets[-1]}")
+
+
+@dataclasses.dataclass
+class EngineConfig:
+    block_size: int = 16
+    num_blocks: int = 0              # 0: enough for max_num_seqs full-length sequences
+    max_num_seqs: int = 8
+    max_model_len: int = 0           # 0: the model's context, at most 2048
+    chunk_size: int = 64             # prompt tokens per sequence per step
+    max_num_batched_tokens: int = 256
+    prefix_cache: bool = True
+    device: str = "tpu"
+    min_batch_bucket: int = 1        # smallest batch bucket (fewer programs, more padding)
+    min_ctx_blocks: int = 16         # smallest context bucket, in blocks
+
+
+@dataclasses.dataclass
+class StepOutput:
+    request_id: str
+    token: int
+    logprob: float
+    top_logprobs: list        # [(token, logprob)] when asked for
+    finished: bool
+    finish_reason: str        # None, "length", "stop"
+    num_prompt_tokens: int
+    num_cached_tokens: int
+
+
+class Sequence:
+    _ids = itertools.count()
+
+    def __init__(self, request_id, prompt, params):
+        self.request_id = request_id
+        self.prompt_len = len(prompt)
+        self.tokens = list(prompt)
+        self.params = params
+        self.generator = make_generator(params.seed)
+        self.blocks = []
+        self.num_computed = 0
+        self.num_cached = 0
+        self.order = next(self._ids)
+        self.arrival = time.monotonic()
+
+    @property
+    def num_generated(self):
+        return len(self.tokens) - self.prompt_len
+
+
+class Engine:
+    def __init__(self, hf_model, config=None, **kw):
+        self.config = cfg = dataclasses.replace(config or EngineConfig(), **kw)
+        self.model = PagedCausalLM(hf_model, cfg.device)
+        ctx = self.model.max_positions or 2048
+        if not cfg.max_model_len:
+            cfg.max_model_len = min(ctx, 2048)
+        if cfg.max_model_len > ctx:
+            raise ValueError(f"max_model_len {cfg.max_model_len} is over the model's context {ctx}")
+        bs = cfg.block_size
+        self.max_blocks_per_seq = -(-cfg.max_model_len // bs)
+        if not cfg.num_blocks:
+            cfg.num_blocks = cfg.max_num_seqs * self.max_blocks_per_seq + 1
+        if cfg.num_blocks - 1 < self.max_blocks_per_seq:
+            raise ValueError(f"num_blocks {cfg.num_blocks} cannot hold one sequence of "
+                             f"max_model_len {cfg.max_model_len} ({self.max_blocks_per_seq} blocks + scratch)")
+        cfg.chunk_size = min(cfg.chunk_size, cfg.max_num_batched_tokens)
+        self.batch_buckets = _pow2_buckets(min(cfg.min_batch_bucket, cfg.max_num_seqs), cfg.max_num_seqs)
+        self.len_buckets = [1] + _pow2_buckets(min(16, cfg.chunk_size), cfg.chunk_size)
+        self.ctx_buckets = _pow2_buckets(min(cfg.min_ctx_blocks, self.max_blocks_per_seq),
+                                         self.max_blocks_per_seq)
+        self.blocks = kv_cache.BlockManager(cfg.num_blocks, bs, cfg.prefix_cache)
+        self.cache = self.model.new_cache(cfg.num_blocks * bs)
+        gen = getattr(hf_model, "generation_config", None)
+        eos = getattr(gen, "eos_token_id", None) if gen is not None else None
+        if eos is None:
+            eos = getattr(self.model.config, "eos_token_id", None)
+        self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else ([eos] if eos is not None else []))
+        self.waiting = collections.deque()
+        self.running = []
+        self.inbox = collections.deque()
+        self._lock = threading.Lock()
+        self.shapes = collections.Counter()   # (B, L, NB) -> steps run
+        self.num_steps = 0
+        self.num_preemptions = 0
+        self.tokens_generated = 0
+        self.prompt_tokens_computed = 0
+
+    # ---- requests --------------------------------------------------------------
+    def add_request(self, request_id, prompt_ids, params=None):
+        params = params or SamplingParams()
+        params.validate()
+        prompt = [int(t) for t in prompt_ids]
+        if not prompt:
+            raise ValueError("the prompt is empty")
+        bad = [t for t in prompt if not 0 <= t < self.model.vocab_size]
+        if bad:
+            raise ValueError(f"token id {bad[0]} is outside the vocabulary (size {self.model.vocab_size})")
+        if len(prompt) >= self.config.max_model_len:
+            raise ValueError(f"the prompt has {len(prompt)} tokens; this model's context is "
+                             f"{self.config.max_model_len} tokens (prompt plus at least one new token)")
+        with self._lock:
+            self.inbox.append(("add", Sequence(request_id, prompt, params)))
+
+    def abort(self, request_id):
+        with self._lock:
+            self.inbox.append(("abort", request_id))
+
+    def has_work(self):
+        return bool(self.waiting or self.running or self.inbox)
+
+    def num_waiting(self):
+        with self._lock:  # other threads read this (metrics) while requests arrive
+            queued = sum(1 for k, _ in self.inbox if k == "add")
+        return len(self.waiting) + queued
+
+    def _drain_inbox(self):
+        with self._lock:
+            items = list(self.inbox)
+            self.inbox.clear()
+        for kind, x in items:
+            if kind == "add":
+                self.waiting.append(x)
+            else:
+                self._abort(x)
+
+    def _abort(self, request_id):
+        for seq in list(self.running):
+            if seq.request_id == request_id:
+                self._free(seq)
+                self.running.remove(seq)
+        for seq in list(self.waiting):
+            if seq.request_id == request_id:
+                self.waiting.remove(seq)
+
+    # ---- blocks -----------------------------------------------------------------
+    def _free(self, seq):
+        self.blocks.release(seq.blocks)
+        seq.blocks = []
+
+    def _grow(self, seq, upto):
+        """Blocks for positions [0, upto); False when none is left."""
+        need = -(-upto // self.config.block_size)
+        while len(seq.blocks) < need:
+            try:
+                seq.blocks.append(self.blocks.allocate())
+            except kv_cache.OutOfBlocks:
+                return False
+        return True
+
+    def _preempt(self, seq):
+        self._free(seq)
+        seq.num_computed = 0
+        self.running.remove(seq)
+        self.waiting.appendleft(seq)
+        self.num_preemptions += 1
+
+    # ---- scheduling -----------------------------------------------------------------
+    def _schedule(self):
+        cfg = self.config
+        budget = cfg.max_num_batched_tokens
+        batch = []  # [seq, n]
+        for seq in list(self.running):
+            if seq not in self.running:
+                continue  # preempted below for an earlier sequence
+            n = min(len(seq.tokens) - seq.num_computed, cfg.chunk_size, budget)
+            if n <= 0:
+                continue
+            while not self._grow(seq, seq.num_computed + n):
+                victims = [s for s in self.running if s is not seq]
+                victim = max(victims, key=lambda s: s.order) if victims else seq
+                for item in batch:
+                    if item[0] is victim:
+                        budget += item[1]
+                        batch.remove(item)
+                        break
+                self._preempt(victim)
+                if victim is seq:
+                    break
+            if seq in self.running:
+                batch.append([seq, n])
+                budget -= n
+        while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
+            seq = self.waiting[0]
+            bs = cfg.block_size
+            cached = self.blocks.match(seq.tokens, (len(seq.tokens) - 1) // bs)
+            n = min(len(seq.tokens) - len(cached) * bs, cfg.chunk_size, budget)
+            need = -(-(len(cached) * bs + n) // bs) - len(cached)
+            if need > self.blocks.num_available():
+                self.blocks.release(cached)
+                break
+            self.waiting.popleft()
+            if seq.num_generated == 0:
+                self.blocks.count_lookup(len(seq.tokens), len(cached) * bs)
+            seq.blocks = cached
+            seq.num_computed = len(cached) * bs
+            seq.num_cached = seq.num_computed
+            ok = self._grow(seq, seq.num_computed + n)
+            assert ok, "blocks were counted available"
+            self.running.append(seq)
+            batch.append([seq, n])
+            budget -= n
+        return batch
+
+    # ---- the step ----------------------------------------------------------------------
+    def step(self):
+        """One engine iteration; returns the StepOutputs of this step."""
+        self._drain_inbox()
+        batch = self._schedule()
+        if not batch:
+            return []
+        cfg = self.config
+        bs = cfg.block_size
+        B = _bucket(len(batch), self.batch_buckets)
+        L = _bucket(max(n for _, n in batch), self.len_buckets)
+        NB = _bucket(max(len(s.blocks) for s, _ in batch), self.ctx_buckets)
+        ids = torch.zeros(B, L, dtype=torch.long)
+        pos = torch.zeros(B, L, dtype=torch.long)
+        slots = torch.zeros(B, L, dtype=torch.long)
+        tables = torch.zeros(B, NB, dtype=torch.long)
+        last = torch.zeros(B, dtype=torch.long)
+        for r, (seq, n) in enumerate(batch):
+            s0 = seq.num_computed
+            ids[r, :n] = torch.tensor(seq.tokens[s0:s0 + n])
+            p = torch.arange(s0, s0 + n)
+            pos[r, :n] = p
+            blk = torch.tensor(seq.blocks, dtype=torch.long)
+            slots[r, :n] = blk[p // bs] * bs + p % bs
+            tables[r, :len(seq.blocks)] = blk
+            last[r] = n - 1
+        self.shapes[(B, L, NB)] += 1
+        logits = self._forward(ids, pos, slots, tables, last)
+        self.num_steps += 1
+        outs = []
+        for r, (seq, n) in enumerate(batch):
+            if seq.num_generated == 0:
+                self.prompt_tokens_computed += n
+            seq.num_computed += n
+            self.blocks.insert(seq.tokens[:seq.num_computed], seq.blocks)
+            if seq.num_computed < len(seq.tokens):
+                continue  # a prompt chunk; the prompt's last chunk samples
+            outs.append(self._append(seq, logits[r]))
+        return outs
+
+    def _forward(self, ids, pos, slots, tables, last):
+        from .. import _graph
+        dev = self.model.device
+        args = [t.to(dev) for t in (ids, pos, slots, tables, last)]
+        if dev.type == "tpu":
+            with _graph.capture():
+                out = self.model.forward(self.cache, *args, self.config.block_size)
+        else:
+            out = self.model.forward(self.cache, *args, self.config.block_size)
+        return out.cpu()
+
+    def _append(self, seq, logits):
+        p = seq.params
+        tok, lp, top = sample(logits, p, seq.generator)
+        seq.tokens.append(tok)
+        self.tokens_generated += 1
+        reason = None
+        if not p.ignore_eos and tok in self.eos_ids:
+            reason = "stop"
+        elif tok in p.stop_token_ids:
+            reason = "stop"
+        elif seq.num_generated >= p.max_tokens or len(seq.tokens) >= self.config.max_model_len:
+            reason = "length"
+        if reason is not None:
+            self._free(seq)
+            self.running.remove(seq)
+        return StepOutput(seq.request_id, tok, lp, top, reason is not None, reason,
+                          seq.prompt_len, seq.num_cached)
+
+    # ---- helpers -------------------------------------------------------------------------
+    def generate(self, prompts, params=None):
+        """Runs prompts (lists of token ids) to completion; returns the new
+        token ids per prompt, in order."""
+        if isinstance(params, SamplingParams) or params is None:
+            params = [params or SamplingParams()] * len(prompts)
+        ids = [f"gen-{next(Sequence._ids)}-{i}" for i in range(len(prompts))]
+        for rid, prompt, sp in zip(ids, prompts, params):
+            self.add_request(rid, prompt, dataclasses.replace(sp))
+        out = {rid: [] for rid in ids}
+        while self.has_work():
+            for o in self.step():
+                if o.request_id in out:
+                    out[o.request_id].append(o.token)
+        return [out[r] for r in ids]
+
+    def stats(self):
+        b = self.blocks
+        return {
+            "steps": self.num_steps,
+            "programs_shapes": len(self.shapes),
+            "running": len(self.running),
+            "waiting": self.num_waiting(),
+            "kv_blocks_total": b.capacity,
+            "kv_blocks_used": b.num_used(),
+            "kv_blocks_cached": b.num_cached(),
+            "kv_blocks_free": len(b.free),
+            "prefix_hit_rate": b.hit_rate(),
+            "prefix_hit_tokens": b.hit_tokens,
+            "prefix_lookup_tokens": b.lookup_tokens,
+            "prefix_evictions": b.evictions,
+            "preemptions": self.num_preemptions,
+            "tokens_generated": self.tokens_generated,
+        }
