@@ -9,9 +9,11 @@ trace-event JSON file (open it in ui.perfetto.dev or chrome://tracing).
 (or `prof = profile(); prof.start(); ...; prof.stop()`). Tracks (one trace
 thread each, per OS thread):
 
-* `dispatch`: every aten op on tpu tensors as Python dispatched it (host
-  time; `record_dispatch=False` leaves it out and with it the only
-  Python-side overhead);
+* `dispatch`: every aten op the host dispatches, named as torch.profiler
+  names it (`aten::addmm`), nested (an op inside a composite op), on the
+  thread that ran it (autograd's backward thread too); CPU ops included (a
+  RecordFunction callback registered while the profile runs; the names
+  only, no inputs; `record_dispatch=False` leaves it out);
 * `region flush`: each Fused region flush, named by its reason (sync, read,
   fallback, ...), with its op count and first/last op;
 * `compile`: each program compiled (Strict op or Fused region; programs
@@ -27,7 +29,7 @@ thread each, per OS thread):
 * `user`: `torch.profiler.record_function(...)` ranges (a RecordFunction
   callback registered while the profile runs);
 * `device memory`: a counter of the bytes of device buffers held, sampled
-  at each dispatched op, launch and copy.
+  at each launch and copy.
 
 Inside `torch.profiler.profile()`, pass that profiler to
 `export_chrome_trace(path, torch_profiler=p)` (after it stopped): the file
@@ -41,42 +43,13 @@ import bisect
 import json
 import os
 import tempfile
-import threading
 from collections import defaultdict
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _C
 
 __all__ = ["profile"]
-
-
-def _on_tpu(args):
-    for a in args:
-        if isinstance(a, torch.Tensor) and a.device.type == "tpu":
-            return True
-        if isinstance(a, (list, tuple)) and _on_tpu(a):
-            return True
-    return False
-
-
-class _DispatchRecorder(TorchDispatchMode):
-    def __init__(self, sink):
-        super().__init__()
-        self.sink = sink
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        t0 = _C._trace_now_us()
-        out = func(*args, **(kwargs or {}))
-        if _on_tpu(args) or _on_tpu(list((kwargs or {}).values())) or _on_tpu(
-                out if isinstance(out, (list, tuple)) else [out]):
-            t1 = _C._trace_now_us()
-            self.sink.append(("dispatch", str(func.overloadpacket.__name__) + "." +
-                              func._overloadname, t0, t1 - t0, threading.get_native_id(), ""))
-            live, _peak = _C._buffer_bytes()
-            self.sink.append(("device memory", "bytes", t1, 0.0, 0, str(live)))
-        return out
 
 
 _HOST_SPANS = ("region flush", "dispatch", "user")
@@ -87,7 +60,6 @@ class profile:
         self.record_dispatch = record_dispatch
         self._py_events = []
         self._events = []
-        self._mode = None
         self._marker = None
         self.dropped = 0
         self.undrained = 0
@@ -96,28 +68,22 @@ class profile:
         _C._trace_take()  # drop anything left from an earlier profile
         self._py_events = []
         _C._trace_set(True)
-        _C._trace_user_ranges(True)
+        _C._trace_record_functions(True, self.record_dispatch)
         if torch.autograd.profiler._is_profiler_enabled:
             # A range both profilers record: export_chrome_trace aligns the
             # two clocks on it.
             self._marker = torch.autograd.profiler.record_function("torch_tpu.profiler")
             self._marker.__enter__()
-        if self.record_dispatch:
-            self._mode = _DispatchRecorder(self._py_events)
-            self._mode.__enter__()
         return self
 
     def stop(self):
-        if self._mode is not None:
-            self._mode.__exit__(None, None, None)
-            self._mode = None
         if self._marker is not None:
             self._marker.__exit__(None, None, None)
             self._marker = None
         # Programs launched and still running: wait for their completions
         # (recorded by the runtime's callback), without flushing anything.
         self.undrained = _C._trace_drain(30.0)
-        _C._trace_user_ranges(False)
+        _C._trace_record_functions(False, False)
         _C._trace_set(False)
         core, self.dropped = _C._trace_take()
         self._events = sorted(list(core) + self._py_events, key=lambda e: e[2])
@@ -150,14 +116,17 @@ class profile:
             label, best = "", None
             lst = spans.get(tid, [])
             i = bisect.bisect_right(starts.get(tid, []), ts)
-            for e in reversed(lst[max(0, i - 64):i]):
-                if e[2] + e[3] >= ts and (best is None or e[3] < best[3]):
-                    best = e
+            for e in reversed(lst[max(0, i - 256):i]):
+                # the innermost span around the launch; a region flush wins
+                # over the op whose host read flushed it
+                rank = (e[0] != "region flush", e[3])
+                if e[2] + e[3] >= ts and (best is None or rank < best_rank):
+                    best, best_rank = e, rank
             if best is not None:
                 if best[0] == "region flush":
                     label = "fused region: " + best[5].split(", ", 1)[-1]
                 elif best[0] == "dispatch":
-                    label = "op " + best[1]
+                    label = "op " + best[1].replace("aten::", "")
                 else:
                     label = best[1]
             self.programs[prog] = label

@@ -59,7 +59,7 @@ def test_training_step_trace(tmp_path):
     for e in spans:
         tracks.setdefault(e["cat"], []).append(e)
     assert {"dispatch", "region flush", "compile", "launch", "transfer"} <= set(tracks), tracks.keys()
-    assert any(e["name"] == "addmm.default" for e in tracks["dispatch"])
+    assert any(e["name"] == "aten::addmm" for e in tracks["dispatch"])
     flushes = tracks["region flush"]
     assert len(flushes) == 2 and all(e["name"] == "host_read" for e in flushes)
     assert all("reason host_read" in e["args"]["detail"] for e in flushes)
