@@ -24,7 +24,7 @@ EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
-.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance pytorch-tests docs clean \
+.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench profiler-screenshot wheel wheel-test bench-xla-reference conformance pytorch-tests docs clean \
         fuzz fuzz-c tsan soak test-reliability
 
 all: build
@@ -163,13 +163,29 @@ examples:
 	  HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) examples/$$e.py; \
 	done
 
+# torch_tpu.bench on minGPT (Fused, torch.compile, CPU eager): JSON and
+# PNG under bench_results/, the chart copied to docs/bench.png (README);
+# then the older benchmark scripts.
 bench:
 	$(MAKE) -j2 build
+	PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.bench mingpt --variants fused,compile,cpu \
+	  --out bench_results --chart docs/bench.png
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/eager_modes.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/hf_decode.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/examples_bench.py
+
+# A real minGPT training step's trace (tools/profile_mingpt.py) rendered by
+# headless Chromium (apt-get install chromium) from a self-made HTML
+# timeline (tools/trace_html.py; ui.perfetto.dev needs the network).
+profiler-screenshot:
+	$(MAKE) -j2 build
+	PYTHONPATH=$(CURDIR) $(PY) tools/profile_mingpt.py $(BUILD)/mingpt_trace.json
+	$(PY) tools/trace_html.py $(BUILD)/mingpt_trace.json $(BUILD)/mingpt_trace.html --zoom train_step \
+	  --title "minGPT training step, 3 steps, Fused eager (torch_tpu.profiler)"
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,900 \
+	  --screenshot=docs/profiler.png file://$(CURDIR)/$(BUILD)/mingpt_trace.html
 
 # XLA:CPU's own reach on this machine: minGPT's training step in JAX (same
 # compiler) beside CPU eager, Inductor and backend="tpu". JAX gets its own
