@@ -127,7 +127,7 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_diffusers.py --ignore=tests/python/test_examples.py \
             --ignore=tests/python/test_pytorch_tests_harness.py --ignore=tests/python/test_doctor.py \
             --ignore=tests/python/test_memory_stats.py --ignore=tests/python/test_dumps.py \
-            --ignore=tests/python/test_profiler.py \
+            --ignore=tests/python/test_profiler.py --ignore=tests/python/test_bench.py \
             --ignore=tests/python/test_pytorch_fixes_ufuncs.py \
             --ignore=tests/python/test_distributed.py \
             --ignore=tests/python/test_fuzz_short.py --ignore=tests/python/test_fault_injection.py \

@@ -23,7 +23,8 @@ time over rounds with its min, max and spread, the median of the per-round
 ratio to the first variant (paired, robust to load), the process's CPU
 seconds per step (all threads; steadier than wall time on a loaded
 machine) and their paired ratio, first-step time,
-warm-up overhead (warm-up time minus as many median steps), programs
+warm-up overhead (the first step and the warm-up rounds, minus as many median
+steps), programs
 compiled during warm-up and after, peak device memory, items/s, and MFU:
 model FLOPs per step (torch.utils.flop_counter.FlopCounterMode over one
 step on CPU) / step time / the device's peak FLOP/s (a table per TPU
@@ -225,12 +226,15 @@ class Variant:
             t = time.perf_counter()
             self._sync(self.w["step"]())
             self.first_step_s = time.perf_counter() - t
+            # then n blocks shaped as the timed rounds (a Fused region can
+            # span a block's steps: the timed rounds must find it compiled)
             t = time.perf_counter()
             for _ in range(n):
-                out = self.w["step"]()
-            self._sync(out)
+                for _ in range(self.steps):
+                    out = self.w["step"]()
+                self._sync(out)
             self.warmup_s = time.perf_counter() - t
-        self.warmup_steps = n
+        self.warmup_steps = n * self.steps
         self.compiles_warmup = _compiles() - c0
         self.compiles_after = 0
 
@@ -357,7 +361,7 @@ def main(argv=None):
                     help=f"comma-separated, the first is the ratios' base ({', '.join(VARIANTS)})")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--steps", type=int, default=5, help="steps per round (one sync per round)")
-    ap.add_argument("--warmup", type=int, default=2, help="warm-up steps after the first")
+    ap.add_argument("--warmup", type=int, default=1, help="warm-up rounds (of --steps steps) after the first step")
     ap.add_argument("--args", default="", help="flags for the example's main(), e.g. '--smoke'")
     ap.add_argument("--out", default="bench_results", help="folder for the JSON and PNG")
     ap.add_argument("--chart", default=None, help="also write the chart here (e.g. docs/bench.png)")
