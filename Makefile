@@ -64,9 +64,9 @@ META_STAMP := $(VENV)/.meta-stamp
 
 # torch_tpu's package metadata in the venv (the torch_dynamo_backends entry
 # point that makes backend="tpu" discoverable); offline, no build isolation.
-$(META_STAMP): pyproject.toml $(DEPS_STAMP)
-	$(PY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation --no-index \
-	  --config-settings editable_mode=compat -e .
+$(META_STAMP): pyproject.toml setup.py $(DEPS_STAMP)
+	TT_BUILD_EXTENSION=0 $(PY) -m pip install --disable-pip-version-check -q --no-deps \
+	  --no-build-isolation --no-index --config-settings editable_mode=compat -e .
 	touch $@
 
 build: $(DEPS_STAMP) $(META_STAMP) $(EXTENSION) $(BUILD)/test_core $(BUILD)/test_disk_cache
@@ -175,6 +175,16 @@ bench:
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/hf_decode.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/examples_bench.py
+
+# The wheel (setup.py builds the C core and the extension): built with
+# `python -m build --wheel` in its own venv, installed into a fresh venv
+# with torch 2.13.0 (CPU) and the CPU plugin package, imported and trained
+# from outside the checkout (tools/wheel_test.sh; slow: a full build).
+wheel:
+	tools/wheel_test.sh --build-only
+
+wheel-test:
+	tools/wheel_test.sh
 
 # A real minGPT training step's trace (tools/profile_mingpt.py) rendered by
 # headless Chromium (apt-get install chromium) from a self-made HTML
