@@ -293,7 +293,7 @@ def run(workload, variants, rounds, steps, warmup, argv=(), log=print):
     out = {"workload": label, "args": list(argv), "flops_per_step": flops,
            "unit": runs[0].w["unit"], "items_per_step": runs[0].w["items"],
            "rounds": rounds, "steps_per_round": steps, "warmup_steps": warmup,
-           "device": torch.tpu.get_device_name() if "tpu" in peaks else "cpu",
+           "device": f"tpu ({torch.tpu.get_device_name()})" if "tpu" in peaks else "cpu",
            "peak_flops": {k: v[0] for k, v in peaks.items()},
            "peak_flops_source": {k: v[1] for k, v in peaks.items()},
            "torch": torch.__version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -336,9 +336,11 @@ def chart(result, path):
     a.bar(names, med, yerr=[lo, hi], capsize=4, color="#4477aa")
     a.set_ylabel("step time, ms (median; bars: min-max over rounds)")
     a.set_title("post-warm-up step time")
+    if max(med) > 10 * min(med):
+        a.set_yscale("log")
     for i, v in enumerate(vs):
         a.annotate(f"first {v['first_step_s'] * 1e3:.0f} ms", (i, med[i]), ha="center",
-                   va="bottom", fontsize=8, xytext=(0, 3 + hi[i] * 0), textcoords="offset points")
+                   va="bottom", fontsize=8, xytext=(0, 3), textcoords="offset points")
     thr = [v["throughput"] for v in vs]
     b.bar(names, thr, color="#66aa55")
     b.set_ylabel(vs[0]["throughput_unit"])
