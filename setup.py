@@ -24,18 +24,26 @@ class BuildCoreAndExtension(build_ext):
         from torch.utils import cpp_extension
 
         here = os.path.dirname(os.path.abspath(__file__))
+        # one compiler call per source, in parallel (setuptools compiles a
+        # list one file at a time): the core's C files, then the extension's
+        serial = self.compiler.compile
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2
+
+        def parallel(sources, *args, **kwargs):
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                return [o for objs in pool.map(lambda s: serial([s], *args, **kwargs), sources)
+                        for o in objs]
+        self.compiler.compile = parallel
         srcs = sorted(s for d in CORE_DIRS for s in glob.glob(os.path.join("csrc", d, "*.c")))
         tmp = os.path.join(self.build_temp, "core")
-        # one compiler call per source, in parallel (setuptools compiles a
-        # list one file at a time)
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            objs = list(pool.map(lambda s: self.compiler.compile(
-                [s], output_dir=tmp, include_dirs=[os.path.join(here, "csrc")],
-                extra_postargs=CFLAGS)[0], srcs))
+        objs = self.compiler.compile(srcs, output_dir=tmp, include_dirs=[os.path.join(here, "csrc")],
+                                     extra_postargs=CFLAGS)
         self.compiler.create_static_lib(objs, "tt_core", output_dir=tmp)
         abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-        ext.include_dirs += [os.path.join(here, "csrc")] + cpp_extension.include_paths() + \
-            [sysconfig.get_paths()["include"]]
+        ext.include_dirs += [os.path.join(here, "csrc")]
+        # torch's headers as system headers: their warnings are not ours
+        system = cpp_extension.include_paths() + [sysconfig.get_paths()["include"]]
+        ext.extra_compile_args += [a for p in system for a in ("-isystem", p)]
         ext.library_dirs += [os.path.join(os.path.dirname(torch.__file__), "lib")]
         ext.libraries += ["c10", "torch", "torch_cpu", "torch_python", "dl", "pthread"]
         ext.extra_objects += [self.compiler.library_filename("tt_core", output_dir=tmp)]

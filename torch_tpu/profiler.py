@@ -58,15 +58,14 @@ _HOST_SPANS = ("region flush", "dispatch", "user")
 class profile:
     def __init__(self, record_dispatch=True):
         self.record_dispatch = record_dispatch
-        self._py_events = []
         self._events = []
+        self.programs = {}  # "program #N" -> the host span that launched it
         self._marker = None
         self.dropped = 0
         self.undrained = 0
 
     def start(self):
         _C._trace_take()  # drop anything left from an earlier profile
-        self._py_events = []
         _C._trace_set(True)
         _C._trace_record_functions(True, self.record_dispatch)
         if torch.autograd.profiler._is_profiler_enabled:
@@ -86,7 +85,7 @@ class profile:
         _C._trace_record_functions(False, False)
         _C._trace_set(False)
         core, self.dropped = _C._trace_take()
-        self._events = sorted(list(core) + self._py_events, key=lambda e: e[2])
+        self._events = sorted(core, key=lambda e: e[2])
         self._name_programs()
         return self
 
@@ -152,7 +151,7 @@ class profile:
             end = max(ts + dur, start)
             busy_until[tid] = end
             out.append({"device": int(tid), "program": name,
-                        "label": getattr(self, "programs", {}).get(name, ""),
+                        "label": self.programs.get(name, ""),
                         "launch_us": ts, "ts_us": start, "dur_us": end - start,
                         "queued_us": start - ts, "failed": "failed" in detail})
         return out
