@@ -24,7 +24,7 @@ EXTENSION := torch_tpu/_C.so
 TORCH_FLAGS := $(BUILD)/torch_flags.mk
 
 # check-floors: the C core keeps its floors (docs/architecture.md, Floors).
-.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench bench-xla-reference conformance pytorch-tests docs clean \
+.PHONY: all build venv test test-c test-python check-floors goldens demo examples bench profiler-screenshot wheel wheel-test bench-xla-reference conformance pytorch-tests docs clean \
         fuzz fuzz-c tsan soak test-reliability
 
 all: build
@@ -64,9 +64,9 @@ META_STAMP := $(VENV)/.meta-stamp
 
 # torch_tpu's package metadata in the venv (the torch_dynamo_backends entry
 # point that makes backend="tpu" discoverable); offline, no build isolation.
-$(META_STAMP): pyproject.toml $(DEPS_STAMP)
-	$(PY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation --no-index \
-	  --config-settings editable_mode=compat -e .
+$(META_STAMP): pyproject.toml setup.py $(DEPS_STAMP)
+	TT_BUILD_EXTENSION=0 $(PY) -m pip install --disable-pip-version-check -q --no-deps \
+	  --no-build-isolation --no-index --config-settings editable_mode=compat -e .
 	touch $@
 
 build: $(DEPS_STAMP) $(META_STAMP) $(EXTENSION) $(BUILD)/test_core $(BUILD)/test_disk_cache \
@@ -149,6 +149,7 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_profiler.py \
             --ignore=tests/python/test_compiled_collectives.py \
             --ignore=tests/python/test_custom_kernel.py \
+            --ignore=tests/python/test_bench.py \
             --ignore=tests/python/test_pytorch_fixes_ufuncs.py \
             --ignore=tests/python/test_pytorch_fixes_torch.py \
             --ignore=tests/python/test_distributed.py \
@@ -190,8 +191,13 @@ examples:
 	  HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) examples/$$e.py; \
 	done
 
+# torch_tpu.bench on minGPT (Fused, torch.compile, CPU eager): JSON and
+# PNG under bench_results/, the chart copied to docs/bench.png (README);
+# then the older benchmark scripts.
 bench:
 	$(MAKE) -j2 build
+	PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.bench mingpt --variants fused,compile,cpu \
+	  --out bench_results --chart docs/bench.png
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/eager_modes.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
@@ -206,6 +212,26 @@ serve-bench:
 	$(MAKE) -j2 build
 	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.bench
 	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.loadgen --router
+
+# The wheel (setup.py builds the C core and the extension): built with
+# `python -m build --wheel` in its own venv, installed into a fresh venv
+# with torch 2.13.0 (CPU) and the CPU plugin package, imported and trained
+# from outside the checkout (tools/wheel_test.sh; slow: a full build).
+wheel:
+	tools/wheel_test.sh --build-only
+
+wheel-test:
+	tools/wheel_test.sh
+
+# A real minGPT training step's trace (tools/profile_mingpt.py) rendered by
+# headless Chromium (apt-get install chromium) from a self-made HTML
+# timeline (tools/trace_html.py; ui.perfetto.dev needs the network).
+profiler-screenshot:
+	PYTHONPATH=$(CURDIR) $(PY) tools/profile_mingpt.py $(BUILD)/mingpt_trace.json
+	$(PY) tools/trace_html.py $(BUILD)/mingpt_trace.json $(BUILD)/mingpt_trace.html --zoom train_step \
+	  --title "minGPT training step, 3 steps, Fused eager (torch_tpu.profiler)"
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,900 \
+	  --screenshot=docs/profiler.png file://$(CURDIR)/$(BUILD)/mingpt_trace.html
 
 # XLA:CPU's own reach on this machine: minGPT's training step in JAX (same
 # compiler) beside CPU eager, Inductor and backend="tpu". JAX gets its own

@@ -11,6 +11,7 @@
 #define TT_TRACE_MAX_EVENTS (1u << 20)
 
 static _Atomic bool on;
+static atomic_int pending; /* traced launches not completed yet */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static tt_trace_event *events; /* guarded by lock */
 static size_t n_events, cap_events, n_dropped;
@@ -33,7 +34,11 @@ static void copy(char *dst, size_t size, const char *src) {
 
 void tt_trace_end(const char *track, const char *name, double t0_us, const char *detail) {
   double t1 = tt_trace_now_us();
-  unsigned long tid = (unsigned long)syscall(SYS_gettid);
+  tt_trace_add(track, name, t0_us, t1 - t0_us, (unsigned long)syscall(SYS_gettid), detail);
+}
+
+void tt_trace_add(const char *track, const char *name, double ts_us, double dur_us,
+                  unsigned long tid, const char *detail) {
   pthread_mutex_lock(&lock);
   if (n_events == cap_events) {
     size_t cap = cap_events ? 2 * cap_events : 4096;
@@ -50,8 +55,8 @@ void tt_trace_end(const char *track, const char *name, double t0_us, const char 
   copy(e->track, sizeof e->track, track);
   copy(e->name, sizeof e->name, name);
   copy(e->detail, sizeof e->detail, detail);
-  e->ts_us = t0_us;
-  e->dur_us = t1 - t0_us;
+  e->ts_us = ts_us;
+  e->dur_us = dur_us;
   e->tid = tid;
   pthread_mutex_unlock(&lock);
 }
@@ -64,5 +69,17 @@ size_t tt_trace_take(tt_trace_event **out, size_t *dropped) {
   events = NULL;
   n_events = cap_events = n_dropped = 0;
   pthread_mutex_unlock(&lock);
+  return n;
+}
+
+void tt_trace_pending(int delta) { atomic_fetch_add(&pending, delta); }
+
+int tt_trace_drain(double timeout_s) {
+  double until = tt_trace_now_us() + timeout_s * 1e6;
+  int n;
+  while ((n = atomic_load(&pending)) > 0 && tt_trace_now_us() < until) {
+    struct timespec ts = {0, 200 * 1000}; /* 0.2 ms */
+    nanosleep(&ts, NULL);
+  }
   return n;
 }

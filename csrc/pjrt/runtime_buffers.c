@@ -436,6 +436,8 @@ tt_error *tt_executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, bool spm
   }
   atomic_init(&e->refs, 1);
   atomic_init(&e->inflight, 0);
+  static atomic_ulong next_trace_id;
+  e->trace_id = atomic_fetch_add_explicit(&next_trace_id, 1, memory_order_relaxed) + 1;
   e->rt = rt;
   e->exe = le;
   e->may_donate = true; /* tt_compile narrows it from the program text */
@@ -552,8 +554,31 @@ static void launch_done(PJRT_Error *error, void *arg) {
   atomic_fetch_sub_explicit(&e->inflight, 1, memory_order_release);
 }
 
+/* A traced launch's completion watch: records the program's device span
+ * (launch to completion) when its event fires. Allocated only while tracing. */
+typedef struct {
+  tt_executable *exe;
+  double t0_us;
+  int device;
+} traced_launch;
+
+static void traced_launch_done(PJRT_Error *error, void *arg) {
+  traced_launch *w = arg;
+  tt_executable *e = w->exe;
+  double t1 = tt_trace_now_us();
+  char name[48], detail[64];
+  snprintf(name, sizeof name, "program #%lu", e->trace_id);
+  snprintf(detail, sizeof detail, "device %d%s", w->device, error ? ", failed" : "");
+  if (tt_trace_on()) tt_trace_add("device", name, w->t0_us, t1 - w->t0_us, (unsigned long)w->device, detail);
+  free(w);
+  launch_done(error, e); /* touches nothing of e after this */
+  tt_trace_pending(-1);
+}
+
+/* trace_t0 >= 0: the launch is traced (started then); its completion is
+ * watched even where completion tracking is off, to record the device span. */
 static tt_error *tt_execute_untraced(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
-                     tt_buffer **outs, int num_outs) {
+                     tt_buffer **outs, int num_outs, double trace_t0) {
   if (!exe || (num_args > 0 && !args) || (num_outs > 0 && !outs) || num_args < 0)
     return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_execute: bad arguments");
   tt_runtime *rt = exe->rt;
@@ -604,7 +629,8 @@ static tt_error *tt_execute_untraced(tt_executable *exe, int device, tt_buffer *
         .num_args = (size_t)num_args,
         .output_lists = &out_list,
         .device_complete_events =
-            atomic_load_explicit(&rt->track_completion, memory_order_relaxed) ? &done : NULL,
+            trace_t0 >= 0 || atomic_load_explicit(&rt->track_completion, memory_order_relaxed)
+                ? &done : NULL,
         .execute_device = exe->fixed_device < 0 ? rt->devices[device] : NULL,
     };
     /* the executable must outlive the launch: counted until its event fires */
@@ -613,9 +639,20 @@ static tt_error *tt_execute_untraced(tt_executable *exe, int device, tt_buffer *
     err = tt_pjrt_error(api, api->PJRT_LoadedExecutable_Execute(&a), TT_ERR_RUNTIME,
                         "launching the program failed");
     if (watch && !err && done) {
+      traced_launch *w = trace_t0 >= 0 ? malloc(sizeof *w) : NULL;
+      if (w) {
+        *w = (traced_launch){exe, trace_t0, device};
+        tt_trace_pending(1);
+      }
       PJRT_Event_OnReady_Args r = {.struct_size = PJRT_Event_OnReady_Args_SIZE,
-                                   .event = done, .callback = launch_done, .user_arg = exe};
+                                   .event = done,
+                                   .callback = w ? traced_launch_done : launch_done,
+                                   .user_arg = w ? (void *)w : (void *)exe};
       PJRT_Error *oe = api->PJRT_Event_OnReady(&r);
+      if (oe && w) { /* not watched: no span */
+        free(w);
+        tt_trace_pending(-1);
+      }
       if (oe) { /* cannot watch it: wait for it instead */
         tt_error_free(tt_pjrt_error(api, oe, TT_ERR_RUNTIME, "watch"));
         PJRT_Event_Await_Args w = {.struct_size = PJRT_Event_Await_Args_SIZE, .event = done};
@@ -731,14 +768,26 @@ tt_error *tt_runtime_device_memory(tt_runtime *rt, int device, tt_device_memory 
 
 /* ------------------------------------------------- profiler's events */
 
+/* The device-memory counter, sampled after each traced launch and copy. */
+static void trace_memory(tt_runtime *rt) {
+  if (!rt) return;
+  int64_t live = 0, peak = 0;
+  tt_runtime_buffer_bytes(rt, &live, &peak);
+  char bytes[32];
+  snprintf(bytes, sizeof bytes, "%lld", (long long)live);
+  tt_trace_add("device memory", "bytes", tt_trace_now_us(), 0, 0, bytes);
+}
+
 tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int num_args,
                      tt_buffer **outs, int num_outs) {
-  if (!tt_trace_on()) return tt_execute_untraced(exe, device, args, num_args, outs, num_outs);
+  if (!tt_trace_on()) return tt_execute_untraced(exe, device, args, num_args, outs, num_outs, -1);
   double t0 = tt_trace_now_us();
-  tt_error *err = tt_execute_untraced(exe, device, args, num_args, outs, num_outs);
-  char detail[64];
-  snprintf(detail, sizeof detail, "device %d, %d inputs, %d outputs", device, num_args, num_outs);
+  tt_error *err = tt_execute_untraced(exe, device, args, num_args, outs, num_outs, t0);
+  char detail[96];
+  snprintf(detail, sizeof detail, "program #%lu, device %d, %d inputs, %d outputs",
+           exe ? exe->trace_id : 0UL, device, num_args, num_outs);
   tt_trace_end("launch", err ? "launch (failed)" : "launch", t0, detail);
+  trace_memory(exe ? exe->rt : NULL);
   return err;
 }
 
@@ -749,6 +798,7 @@ tt_error *tt_buffer_to_host(tt_buffer *buf, void *dst, size_t dst_size) {
   char detail[64];
   snprintf(detail, sizeof detail, "%zu bytes", buf ? tt_buffer_nbytes(buf) : (size_t)0);
   tt_trace_end("transfer", "device to host", t0, detail);
+  trace_memory(buf ? buf->rt : NULL);
   return err;
 }
 
@@ -760,5 +810,6 @@ tt_error *tt_buffer_from_host(tt_runtime *rt, int device, tt_dtype dtype, const 
   char detail[64];
   snprintf(detail, sizeof detail, "%zu bytes", !err && *out ? tt_buffer_nbytes(*out) : (size_t)0);
   tt_trace_end("transfer", "host to device", t0, detail);
+  trace_memory(rt);
   return err;
 }

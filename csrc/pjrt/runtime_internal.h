@@ -103,6 +103,7 @@ struct tt_executable {
   int *spmd_devices;    /* its devices (client indices), in the plugin's order */
   bool out_known;   /* out_dtypes/out_ndims/out_dims are filled */
   bool may_donate;  /* the program aliases inputs to outputs (or may: loaded) */
+  unsigned long trace_id; /* the profiler's name for the program: "program #id" */
   tt_runtime *rt;
   PJRT_LoadedExecutable *exe;
   tt_dtype *out_dtypes;

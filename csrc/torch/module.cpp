@@ -29,6 +29,7 @@ void register_disk_cache(py::module_& m);
 void register_c10d(py::module_& m);
 void register_collectives(py::module_& m);
 void register_custom_kernels(py::module_& m);
+void register_profiler(py::module_& m);
 }  // namespace torch_tpu
 
 namespace {
@@ -150,6 +151,7 @@ PYBIND11_MODULE(_C, m) {
   register_export(m);
   register_settings(m);
   register_disk_cache(m);
+  register_profiler(m);
   m.def("_set_explain", [](bool on) { tt_set_explain(on); });
   m.def("_set_fused_max_ops", [](int n) { tt_region_set_max_ops(n); });
   m.def("_mark_step", []() { tt_mark_step(); });

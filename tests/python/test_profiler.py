@@ -1,6 +1,8 @@
 """torch_tpu.profiler: a Fused training step's Chrome trace has the tracks
-(dispatch, region flush with its reason, compile, launch, transfer with
-bytes, the device-memory counter), well formed and properly nested. Run in
+(dispatch, region flush with its reason, compile, launch, the program's run
+on the device, transfer with bytes, user record_function ranges, the
+device-memory counter), well formed and properly nested; merged with
+torch.profiler's trace, both are on one aligned clock. Run in
 a child process with a fresh persistent cache so the region compiles."""
 import json
 import os
@@ -15,14 +17,17 @@ import json, sys, torch, torch_tpu
 m = torch.nn.Linear(16, 8).to("tpu")
 opt = torch.optim.SGD(m.parameters(), lr=0.1)
 x = torch.randn(4, 16)
-with torch_tpu.profiler.profile() as prof:
-    for _ in range(2):
-        loss = m(x.to("tpu")).square().mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        loss.item()
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as tp:
+    with torch_tpu.profiler.profile() as prof:
+        for _ in range(2):
+            with torch.profiler.record_function("train_step"):
+                loss = m(x.to("tpu")).square().mean()
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                loss.item()
 prof.export_chrome_trace(sys.argv[1])
+prof.export_chrome_trace(sys.argv[1] + ".merged.json", torch_profiler=tp)
 print(prof.summary())
 # Off: nothing is recorded any more.
 (torch.ones(3, device="tpu") * 2).cpu()
@@ -54,7 +59,7 @@ def test_training_step_trace(tmp_path):
     for e in spans:
         tracks.setdefault(e["cat"], []).append(e)
     assert {"dispatch", "region flush", "compile", "launch", "transfer"} <= set(tracks), tracks.keys()
-    assert any(e["name"] == "addmm.default" for e in tracks["dispatch"])
+    assert any(e["name"] == "aten::addmm" for e in tracks["dispatch"])
     flushes = tracks["region flush"]
     assert len(flushes) == 2 and all(e["name"] == "host_read" for e in flushes)
     assert all("reason host_read" in e["args"]["detail"] for e in flushes)
@@ -74,3 +79,31 @@ def test_training_step_trace(tmp_path):
     assert [e["args"]["detail"] for e in down] == ["4 bytes", "4 bytes"]  # loss.item() twice
     counters = [e for e in evs if e["ph"] == "C"]
     assert counters and all(e["args"]["buffer bytes"] >= 0 for e in counters)
+
+    # Device spans: one per launch, named after the region's program, each
+    # starting at or after its launch and ending after it started.
+    launches = sorted(tracks["launch"], key=lambda e: e["ts"])
+    dev = sorted(tracks["device"], key=lambda e: e["ts"])
+    assert len(dev) == 2 and names[dev[0]["tid"]] == "device 0"
+    for launch, d in zip(launches, dev):
+        prog = launch["args"]["detail"].split(",")[0]
+        assert prog.startswith("program #") and d["args"]["program"] == prog
+        assert d["name"].startswith("fused region: ") and "addmm" in d["name"]
+        assert d["args"]["launch_ts"] == launch["ts"] and d["ts"] >= launch["ts"]
+    assert dev[0]["ts"] + dev[0]["dur"] <= dev[1]["ts"]  # one device: no overlap
+    assert "top programs by device time:" in p.stdout
+    # record_function ranges: two train_step ranges, each holding its flush.
+    steps = sorted((e for e in tracks["user"] if e["name"] == "train_step"), key=lambda e: e["ts"])
+    assert len(steps) == 2
+    for st, f in zip(steps, flushes):
+        assert st["ts"] <= f["ts"] and f["ts"] + f["dur"] <= st["ts"] + st["dur"]
+
+    merged = json.loads((tmp_path / "trace.json.merged.json").read_text())["traceEvents"]
+    ours = [e for e in merged if e.get("pid") == "torch_tpu" and e.get("ph") == "X"]
+    theirs = [e for e in merged if e.get("pid") != "torch_tpu" and e.get("ph") == "X"]
+    assert {e["cat"] for e in ours} >= {"device", "region flush", "user"}
+    assert any(e.get("cat") == "cpu_op" for e in theirs)
+    # Both recorded the train_step ranges: aligned within a millisecond.
+    a = sorted(e["ts"] for e in theirs if e["name"] == "train_step")
+    b = sorted(e["ts"] for e in ours if e["name"] == "train_step")
+    assert len(a) == len(b) == 2 and all(abs(x - y) < 1000 for x, y in zip(a, b))
