@@ -16,62 +16,25 @@ reported per step and as the ratio of CPU eager's time to the variant's.
 """
 import argparse
 import copy
-import importlib
 import inspect
 import os
 import statistics
-import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 import torch_tpu  # noqa: E402
+from torch_tpu.bench import _to, capture_example  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-import _common  # noqa: E402
 
 EXAMPLES = ["mingpt", "llama", "qwen3", "resnet", "dlrm", "unet"]
 BLOCK = 5
 
 
-class _Captured(Exception):
-    pass
-
-
 def capture(name):
     """The example's (model, optimizer, batch_fn, loss_fn) at its smoke sizes on CPU."""
-    mod = importlib.import_module(name)
-    got = {}
-    real = _common.train
-
-    def fake_train(model, opt, batch_fn, loss_fn, args, unit, count):
-        got.update(model=model, opt=opt, batch_fn=batch_fn, loss_fn=loss_fn)
-        raise _Captured
-
-    patched = [m for m in list(sys.modules.values()) if getattr(m, "train", None) is real]
-    for m in patched:
-        m.train = fake_train
-    try:
-        mod.main(["--smoke", "--device", "cpu"])
-    except _Captured:
-        pass
-    finally:
-        for m in patched:
-            m.train = real
-    if not got:
-        raise RuntimeError(f"{name}: its main() did not reach the training loop")
-    return got
-
-
-def _to(obj, device):
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to(v, device) for v in obj)
-    if isinstance(obj, dict):
-        return {k: _to(v, device) for k, v in obj.items()}
-    return obj
+    return capture_example(name, ["--smoke"])
 
 
 def one_thread(call):

@@ -500,15 +500,9 @@ tt_error *tt_executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, bool spm
   return NULL;
 }
 
-tt_error *tt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
-                     const tt_compile_options *options, tt_executable **out) {
-  if (!rt || !mlir_text || !out)
-    return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_compile: NULL argument");
-  *out = NULL;
-  /* optimization_level is not sent: no ExecutableBuildOptionsProto field for
-   * it is understood by every plugin we load; callers key caches on it. */
-  uint8_t opts[32];
-  size_t opts_len = encode_compile_options(opts, options);
+tt_error *tt_pjrt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                          const void *options, size_t options_len, const char *what,
+                          PJRT_LoadedExecutable **out) {
   static const char format[] = "mlir";
   PJRT_Program prog = {
       .struct_size = PJRT_Program_SIZE,
@@ -522,12 +516,28 @@ tt_error *tt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
       .struct_size = PJRT_Client_Compile_Args_SIZE,
       .client = rt->client,
       .program = &prog,
-      .compile_options = (const char *)opts,
-      .compile_options_size = opts_len,
+      .compile_options = (const char *)options,
+      .compile_options_size = options_len,
   };
-  TT_TRY(tt_pjrt_error(api, api->PJRT_Client_Compile(&a), TT_ERR_COMPILE,
-                       "the PJRT plugin rejected the program"));
-  tt_error *err = tt_executable_wrap(rt, a.executable, false, out);
+  *out = NULL;
+  TT_TRY(tt_pjrt_error(api, api->PJRT_Client_Compile(&a), TT_ERR_COMPILE, what));
+  *out = a.executable;
+  return NULL;
+}
+
+tt_error *tt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                     const tt_compile_options *options, tt_executable **out) {
+  if (!rt || !mlir_text || !out)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_compile: NULL argument");
+  *out = NULL;
+  /* optimization_level is not sent: no ExecutableBuildOptionsProto field for
+   * it is understood by every plugin we load; callers key caches on it. */
+  uint8_t opts[32];
+  size_t opts_len = encode_compile_options(opts, options);
+  PJRT_LoadedExecutable *le = NULL;
+  TT_TRY(tt_pjrt_compile(rt, mlir_text, text_len, opts, opts_len, "the PJRT plugin rejected the program",
+                         &le));
+  tt_error *err = tt_executable_wrap(rt, le, false, out);
   if (!err) (*out)->may_donate = memmem(mlir_text, text_len, "tf.aliasing_output", 18) != NULL;
   return err;
 }

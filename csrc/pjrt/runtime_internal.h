@@ -139,6 +139,11 @@ tt_error *tt_buffer_wrap(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_dtype d
 /* Wraps a PJRT buffer an execution returned, asking it for its type and dims. */
 tt_error *tt_buffer_wrap_queried(tt_runtime *rt, PJRT_Buffer *pb, int device, tt_buffer **out);
 /* Wraps a loaded executable (takes ownership); spmd: it may span devices. */
+/* Compiles MLIR text with serialized CompileOptionsProto bytes; a plugin
+ * refusal comes back as TT_ERR_COMPILE prefixed by what. */
+tt_error *tt_pjrt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                          const void *options, size_t options_len, const char *what,
+                          PJRT_LoadedExecutable **out);
 tt_error *tt_executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, bool spmd,
                              tt_executable **out);
 

@@ -123,27 +123,12 @@ tt_error *tt_compile_spmd(tt_runtime *rt, const char *mlir_text, size_t text_len
   if (!err) err = encode_spmd_options(ids, n, &opts);
   free(ids);
   if (err) return err;
-  static const char format[] = "mlir";
-  PJRT_Program prog = {
-      .struct_size = PJRT_Program_SIZE,
-      .code = (char *)mlir_text, /* not modified by the plugin */
-      .code_size = text_len,
-      .format = format,
-      .format_size = sizeof format - 1,
-  };
-  const PJRT_Api *api = rt->api;
-  PJRT_Client_Compile_Args a = {
-      .struct_size = PJRT_Client_Compile_Args_SIZE,
-      .client = rt->client,
-      .program = &prog,
-      .compile_options = (const char *)opts.p,
-      .compile_options_size = opts.n,
-  };
-  err = tt_pjrt_error(api, api->PJRT_Client_Compile(&a), TT_ERR_COMPILE,
-                      "the PJRT plugin rejected the multi-device program");
+  PJRT_LoadedExecutable *le = NULL;
+  err = tt_pjrt_compile(rt, mlir_text, text_len, opts.p, opts.n,
+                        "the PJRT plugin rejected the multi-device program", &le);
   free(opts.p);
   if (err) return err;
-  TT_TRY(tt_executable_wrap(rt, a.executable, true, out));
+  TT_TRY(tt_executable_wrap(rt, le, true, out));
   (*out)->may_donate = false;
   if ((*out)->num_spmd_devices != n) {
     int got = (*out)->num_spmd_devices;
