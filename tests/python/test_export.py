@@ -286,3 +286,34 @@ def test_exported_program_input(tmp_path):
     with torch.no_grad():
         want = model(x)
     torch.testing.assert_close(torch_tpu.load(str(tmp_path / "ep"))(x).cpu(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_custom_kernel_exports_into_the_program(tmp_path):
+    # a torch_tpu.custom_kernel op (StableHLO written by hand) lowers into
+    # the exported module as a private function: load and tpurun run it
+    import sys
+    sys.path.insert(0, ROOT)
+    from examples.custom_rmsnorm import register
+    kernel = register(eps=1e-5, name="rms_norm_export_test")
+
+    class Norm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.rand(16) + 0.5)
+            self.lin = nn.Linear(16, 8)
+
+        def forward(self, x):
+            return self.lin(kernel(x, self.w))
+
+    torch.manual_seed(0)
+    model, x = Norm().eval(), torch.randn(4, 16)
+    with torch.no_grad():
+        want = model.lin(x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * model.w)
+    path = str(tmp_path / "ck")
+    torch_tpu.export(model, (x,), path, executables=False)
+    assert "func.call" in open(os.path.join(path, "program_0.mlir")).read()
+    torch.testing.assert_close(torch_tpu.load(path)(x).cpu(), want, rtol=1e-5, atol=1e-5)
+    res = _tpurun(path, (x,), str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    torch.testing.assert_close(torch.from_numpy(np.load(tmp_path / "out" / "out0.npy")), want,
+                               rtol=1e-5, atol=1e-5)
