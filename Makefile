@@ -206,12 +206,14 @@ bench:
 
 # The serving engine (torch_tpu.serve) against Hugging Face generate on CPU
 # eager: tokens/s at 1 and 8 requests, compiles while measured, prefix hits;
-# then the HTTP load test (loopback, bounded) at concurrency 1, 8 and 32.
+# then the HTTP load test (loopback, bounded) at concurrency 1, 8 and 32;
+# then --quantization int8's perplexity change and speed (quant_eval).
 .PHONY: serve-bench
 serve-bench:
 	$(MAKE) -j2 build
 	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.bench
 	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.loadgen --router
+	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.quant_eval
 
 # The wheel (setup.py builds the C core and the extension): built with
 # `python -m build --wheel` in its own venv, installed into a fresh venv

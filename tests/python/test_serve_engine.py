@@ -242,3 +242,44 @@ def test_mixed_load_returns_every_block(llama):
     assert b.num_used() == 0 and all(r == 0 for r in b.ref)
     assert len(b.free) + b.num_cached() == b.capacity
     assert b.hit_tokens > 0
+
+
+def _dequantized_copy(model):
+    """The HF model with every linear weight the engine quantizes replaced by
+    its int8 value times its scale: the CPU reference for --quantization int8."""
+    import copy
+    from torch_tpu.serve.models import Int8Linear
+    ref = copy.deepcopy(model)
+    with torch.no_grad():
+        for name, mod in ref.named_modules():
+            if name.endswith(("_proj", "c_attn", "c_fc")) and hasattr(mod, "weight"):
+                out_dim = 1 if type(mod).__name__ == "Conv1D" else 0
+                q = Int8Linear(mod.weight, out_dim)
+                shape = (-1, 1) if out_dim == 0 else (1, -1)
+                mod.weight.copy_(q.q.float() * q.scale.float().view(shape))
+    return ref
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_int8_weight_only_quantization(arch):
+    # weight-only int8 per output channel: the engine's greedy tokens equal
+    # HF's greedy on CPU over the dequantized weights; the linear weights sit
+    # on the device as int8 (a quarter of float32's bytes)
+    from torch_tpu.serve.models import Int8Linear
+    model = _model(arch)
+    prompts = _prompts([5, 11, 3])
+    eng = Engine(model, **ENGINE, quantization="int8")
+    layer = eng.model.layers[0]
+    qw = [w for w in layer.values() if isinstance(w, Int8Linear)]
+    assert len(qw) == (7 if arch == "llama" else 4)
+    assert all(w.q.dtype == torch.int8 and w.q.device.type == "tpu" for w in qw)
+    assert eng.generate(prompts, GREEDY) == _hf_greedy(_dequantized_copy(model), prompts)
+    # the quantization itself: each weight within half a step of its channel's scale
+    w = model.get_submodule("model.layers.0.mlp.down_proj" if arch == "llama"
+                            else "transformer.h.0.mlp.c_proj").weight.detach()
+    q = Int8Linear(w, 0 if arch == "llama" else 1)
+    shape = (-1, 1) if arch == "llama" else (1, -1)
+    err = (q.q.float() * q.scale.float().view(shape) - w).abs()
+    assert bool((err <= q.scale.float().view(shape) / 2 + 1e-7).all())
+    with pytest.raises(ValueError, match="quantization 'int4' is not supported"):
+        Engine(model, **ENGINE, quantization="int4")

@@ -22,6 +22,8 @@ def parse_args(argv=None):
     ap.add_argument("--min-batch-bucket", type=int, default=1)
     ap.add_argument("--min-ctx-blocks", type=int, default=16)
     ap.add_argument("--no-prefix-cache", action="store_true")
+    ap.add_argument("--quantization", default=None, choices=["int8"],
+                    help="int8: weight-only int8 linear layers, one scale per output channel")
     ap.add_argument("--log-level", default="warning")
     return ap.parse_args(argv)
 
@@ -44,7 +46,8 @@ def main(argv=None):
     cfg = EngineConfig(block_size=a.block_size, num_blocks=a.num_blocks, max_num_seqs=a.max_num_seqs,
                        max_model_len=a.max_model_len, chunk_size=a.chunk_size,
                        max_num_batched_tokens=a.max_num_batched_tokens, prefix_cache=not a.no_prefix_cache,
-                       device=a.device, min_batch_bucket=a.min_batch_bucket, min_ctx_blocks=a.min_ctx_blocks)
+                       device=a.device, min_batch_bucket=a.min_batch_bucket, min_ctx_blocks=a.min_ctx_blocks,
+                       quantization=a.quantization)
     engine = Engine(model, cfg)
     del model
     app = build_app(engine, tok, a.served_model_name or a.model)

@@ -59,6 +59,7 @@ class EngineConfig:
     device: str = "tpu"
     min_batch_bucket: int = 1        # smallest batch bucket (fewer programs, more padding)
     min_ctx_blocks: int = 16         # smallest context bucket, in blocks
+    quantization: str = None         # "int8": weight-only int8 linear layers, per channel
 
 
 @dataclasses.dataclass
@@ -96,7 +97,7 @@ class Sequence:
 class Engine:
     def __init__(self, hf_model, config=None, **kw):
         self.config = cfg = dataclasses.replace(config or EngineConfig(), **kw)
-        self.model = PagedCausalLM(hf_model, cfg.device)
+        self.model = PagedCausalLM(hf_model, cfg.device, quantization=cfg.quantization)
         ctx = self.model.max_positions or 2048
         if not cfg.max_model_len:
             cfg.max_model_len = min(ctx, 2048)

@@ -29,10 +29,58 @@ def _text_config(config):
     return config
 
 
+class Int8Linear:
+    """A linear layer's weight in int8, one float scale per output channel
+    (symmetric, weight-only): w ~= q * scale[:, None]. The forward converts
+    q to the activations' dtype inside the program and scales the product,
+    so the weights stay int8 in device memory (a quarter of float32's)."""
+
+    def __init__(self, weight, out_dim=0):
+        # out_dim: the axis of output channels (0 for nn.Linear's [out, in],
+        # 1 for GPT-2's Conv1D [in, out])
+        w = weight.detach().float()
+        amax = w.abs().amax(dim=1 - out_dim).clamp(min=1e-12)
+        self.scale = (amax / 127.0).to(weight.dtype)
+        shape = (-1, 1) if out_dim == 0 else (1, -1)
+        self.q = torch.round(w / (amax / 127.0).view(shape)).clamp(-127, 127).to(torch.int8)
+        self.out_dim = out_dim
+
+    def to(self, device):
+        self.q, self.scale = self.q.to(device), self.scale.to(device)
+        return self
+
+    @property
+    def shape(self):
+        return self.q.shape
+
+    def nbytes(self):
+        return self.q.numel() + self.scale.numel() * self.scale.element_size()
+
+
+def linear(x, w, b=None):
+    """F.linear for a float weight [out, in] or an Int8Linear of one."""
+    if isinstance(w, Int8Linear):
+        y = F.linear(x, w.q.to(x.dtype)) * w.scale
+        return y + b if b is not None else y
+    return F.linear(x, w, b)
+
+
+def addmm(b, x, w):
+    """torch.addmm(b, x, w) for a float weight [in, out] (GPT-2's Conv1D) or
+    an Int8Linear of one."""
+    if isinstance(w, Int8Linear):
+        return torch.mm(x, w.q.to(x.dtype)) * w.scale + b
+    return torch.addmm(b, x, w)
+
+
 class PagedCausalLM:
     """Weights on `device` plus the forward over a paged cache."""
 
-    def __init__(self, hf_model, device):
+    def __init__(self, hf_model, device, quantization=None):
+        if quantization not in (None, "int8"):
+            raise ValueError(f"torch_tpu.serve: quantization {quantization!r} is not supported "
+                             "(supported: int8)")
+        self.quantization = quantization
         cfg = _text_config(hf_model.config)
         self.config = cfg
         self.device = torch.device(device)
@@ -54,6 +102,14 @@ class PagedCausalLM:
     def _w(self, sd, name):
         t = sd[name]
         return t.detach().to(self.device)
+
+    def _lw(self, sd, name, out_dim=0):
+        """A linear layer's weight: int8 per output channel under
+        quantization="int8" (embeddings, norms, biases and the LM head stay
+        in the checkpoint's dtype)."""
+        if self.quantization == "int8":
+            return Int8Linear(sd[name], out_dim).to(self.device)
+        return self._w(sd, name)
 
     def _load_llama(self, hf_model, cfg, sd):
         if getattr(cfg, "use_sliding_window", False) and getattr(cfg, "sliding_window", None):
@@ -83,14 +139,14 @@ class PagedCausalLM:
             layer = {
                 "ln1": self._w(sd, p + "input_layernorm.weight"),
                 "ln2": self._w(sd, p + "post_attention_layernorm.weight"),
-                "gate": self._w(sd, p + "mlp.gate_proj.weight"),
-                "up": self._w(sd, p + "mlp.up_proj.weight"),
-                "down": self._w(sd, p + "mlp.down_proj.weight"),
-                "o": self._w(sd, a + "o_proj.weight"),
+                "gate": self._lw(sd, p + "mlp.gate_proj.weight"),
+                "up": self._lw(sd, p + "mlp.up_proj.weight"),
+                "down": self._lw(sd, p + "mlp.down_proj.weight"),
+                "o": self._lw(sd, a + "o_proj.weight"),
                 "o_b": self._w(sd, a + "o_proj.bias") if a + "o_proj.bias" in sd else None,
             }
             for n in ("q", "k", "v"):
-                layer[n] = self._w(sd, a + f"{n}_proj.weight")
+                layer[n] = self._lw(sd, a + f"{n}_proj.weight")
                 b = a + f"{n}_proj.bias"
                 layer[n + "_b"] = self._w(sd, b) if b in sd else None
             if self.qk_norm:
@@ -120,10 +176,12 @@ class PagedCausalLM:
         self.layers = []
         for i in range(self.n_layers):
             p = f"{pre}h.{i}."
-            self.layers.append({k: self._w(sd, p + k) for k in (
+            layer = {k: self._w(sd, p + k) for k in (
                 "ln_1.weight", "ln_1.bias", "ln_2.weight", "ln_2.bias",
-                "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
-                "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias")})
+                "attn.c_attn.bias", "attn.c_proj.bias", "mlp.c_fc.bias", "mlp.c_proj.bias")}
+            for k in ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"):
+                layer[k] = self._lw(sd, p + k, out_dim=1)  # Conv1D: [in, out]
+            self.layers.append(layer)
         self.vocab_size = self.lm_head.shape[0]
 
     @property
@@ -196,18 +254,18 @@ class PagedCausalLM:
         sin = (emb.sin() * self.rope_scale).to(self.dtype)[:, :, None, :]
         for i, w in enumerate(self.layers):
             h = self._rms(x, w["ln1"])
-            q = F.linear(h, w["q"], w["q_b"]).view(B, L, self.n_heads, self.head_dim)
-            k = F.linear(h, w["k"], w["k_b"]).view(B, L, self.n_kv, self.head_dim)
-            v = F.linear(h, w["v"], w["v_b"]).view(B, L, self.n_kv, self.head_dim)
+            q = linear(h, w["q"], w["q_b"]).view(B, L, self.n_heads, self.head_dim)
+            k = linear(h, w["k"], w["k_b"]).view(B, L, self.n_kv, self.head_dim)
+            v = linear(h, w["v"], w["v_b"]).view(B, L, self.n_kv, self.head_dim)
             if self.qk_norm:
                 q = self._rms(q, w["q_norm"])
                 k = self._rms(k, w["k_norm"])
             q = q * cos + self._rotate_half(q) * sin
             k = k * cos + self._rotate_half(k) * sin
             a = self._attend(q, k, v, ks[i], vs[i], slots, block_tables, positions, block_size)
-            x = x + F.linear(a, w["o"], w["o_b"])
+            x = x + linear(a, w["o"], w["o_b"])
             h = self._rms(x, w["ln2"])
-            x = x + F.linear(F.silu(F.linear(h, w["gate"])) * F.linear(h, w["up"]), w["down"])
+            x = x + linear(F.silu(linear(h, w["gate"])) * linear(h, w["up"]), w["down"])
         last = x[torch.arange(B, device=x.device), last_idx]
         last = self._rms(last, self.norm)
         return F.linear(last, self.lm_head).float()
@@ -220,17 +278,17 @@ class PagedCausalLM:
         act = "tanh" if self.act_tanh else "none"
         for i, w in enumerate(self.layers):
             h = F.layer_norm(x, (d,), w["ln_1.weight"], w["ln_1.bias"], self.eps)
-            qkv = torch.addmm(w["attn.c_attn.bias"], h.reshape(B * L, d), w["attn.c_attn.weight"])
+            qkv = addmm(w["attn.c_attn.bias"], h.reshape(B * L, d), w["attn.c_attn.weight"])
             q, k, v = qkv.view(B, L, 3 * d).split(d, dim=-1)
             q = q.reshape(B, L, self.n_heads, self.head_dim)
             k = k.reshape(B, L, self.n_kv, self.head_dim)
             v = v.reshape(B, L, self.n_kv, self.head_dim)
             a = self._attend(q, k, v, ks[i], vs[i], slots, block_tables, positions, block_size)
-            x = x + torch.addmm(w["attn.c_proj.bias"], a.reshape(B * L, d), w["attn.c_proj.weight"]).view(B, L, d)
+            x = x + addmm(w["attn.c_proj.bias"], a.reshape(B * L, d), w["attn.c_proj.weight"]).view(B, L, d)
             h = F.layer_norm(x, (d,), w["ln_2.weight"], w["ln_2.bias"], self.eps)
-            m = torch.addmm(w["mlp.c_fc.bias"], h.reshape(B * L, d), w["mlp.c_fc.weight"])
+            m = addmm(w["mlp.c_fc.bias"], h.reshape(B * L, d), w["mlp.c_fc.weight"])
             m = F.gelu(m, approximate=act)
-            x = x + torch.addmm(w["mlp.c_proj.bias"], m, w["mlp.c_proj.weight"]).view(B, L, d)
+            x = x + addmm(w["mlp.c_proj.bias"], m, w["mlp.c_proj.weight"]).view(B, L, d)
         last = x[torch.arange(B, device=x.device), last_idx]
         last = F.layer_norm(last, (d,), self.ln_f[0], self.ln_f[1], self.eps)
         return F.linear(last, self.lm_head).float()
