@@ -215,6 +215,13 @@ serve-bench:
 	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.loadgen --router
 	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.serve.quant_eval
 
+# 1,000 mixed requests (good, streamed, disconnected, malformed) against a
+# real server process: every answer as expected, KV blocks back to 0.
+.PHONY: serve-soak
+serve-soak:
+	$(MAKE) -j2 build
+	HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) tests/reliability/serve_soak.py
+
 # The wheel (setup.py builds the C core and the extension): built with
 # `python -m build --wheel` in its own venv, installed into a fresh venv
 # with torch 2.13.0 (CPU) and the CPU plugin package, imported and trained
