@@ -5,7 +5,8 @@ a temp dir, starts servers (`python -m torch_tpu.serve`) and, with
 `--router`, a router over two of them, then streams completions at each
 concurrency and reports throughput (generated tokens/s), time to first token
 and inter-token latency p50/p99, for a plain workload and a shared-prefix
-one (prefix cache on vs off). Bounded: `--requests` per cell and a wall-clock
+one (prefix cache on vs off), beside the baseline of the same requests run
+one after another through Hugging Face `generate` on CPU eager. Bounded: `--requests` per cell and a wall-clock
 limit per cell.
 """
 import argparse
@@ -135,6 +136,46 @@ def _prompts(n, shared, seed):
     return out
 
 
+def hf_baseline(model_dir, prompts, max_tokens):
+    """Sequential Hugging Face `generate` on CPU eager, greedy, one request
+    after another (the baseline of issue 17): a logits processor stamps the
+    time of each decoding step, so TTFT and ITL are measured the same way as
+    the server's streamed tokens."""
+    import torch
+    import transformers
+    tok = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    stamps = []
+
+    class Stamp(transformers.LogitsProcessor):
+        def __call__(self, input_ids, scores):
+            stamps.append(time.perf_counter())
+            return scores
+
+    def run(p):
+        ids = tok(p, return_tensors="pt")
+        del stamps[:]
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            model.generate(**ids, max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=False,
+                           logits_processor=transformers.LogitsProcessorList([Stamp()]))
+        return t0, list(stamps)
+
+    run(prompts[0])  # warm-up
+    t = time.perf_counter()
+    res = [run(p) for p in prompts]
+    wall = time.perf_counter() - t
+    ttft = [ts[0] - t0 for t0, ts in res if ts]
+    itl = [b - a for _, ts in res for a, b in zip(ts, ts[1:])]
+
+    def pct(xs, q):
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000 if xs else float("nan")
+    return {"tok_s": sum(len(ts) for _, ts in res) / wall, "ttft_p50": pct(ttft, .5),
+            "ttft_p99": pct(ttft, .99), "itl_p50": pct(itl, .5), "itl_p99": pct(itl, .99),
+            "requests": len(res), "compiled": "-", "hit": float("nan")}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m torch_tpu.serve.loadgen")
     ap.add_argument("--concurrency", default="1,8,32")
@@ -149,6 +190,9 @@ def main(argv=None):
     save_model(d)
     rows = []
     procs = []
+    for shared in (False, True):
+        rows.append((f"{'shared prefix' if shared else 'plain'}: HF generate on CPU eager, sequential "
+                     "(baseline)", 1, hf_baseline(d, _prompts(a.requests, shared, 1), a.max_tokens)))
     try:
         for prefix_cache in (True, False):
             p, url = server(d, () if prefix_cache else ("--no-prefix-cache",))
@@ -198,7 +242,7 @@ def main(argv=None):
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, c, r in rows:
         print(f"| {name} | {c} | {r['tok_s']:.1f} | {r['ttft_p50']:.0f} | {r['ttft_p99']:.0f} | "
-              f"{r['itl_p50']:.1f} | {r['itl_p99']:.1f} | {r['compiled']} | {r['hit']:.2f} |")
+              f"{r['itl_p50']:.1f} | {r['itl_p99']:.1f} | {r['compiled']} | {'-' if r['hit'] != r['hit'] else format(r['hit'], '.2f')} |")
 
 
 if __name__ == "__main__":
