@@ -142,7 +142,7 @@ def _tpurun(path, inputs, outdir, *extra):
         f = os.path.join(outdir, f"in{i}.npy")
         np.save(f, t.numpy())
         files.append(f)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TPU_EAGER")}
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_TPU_EAGER_MODE"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in __import__("sys").path if p)
     return subprocess.run([TPURUN, path, *files, "-o", outdir, "--iters", "3", *extra],
                           capture_output=True, text=True, timeout=120, env=env)
