@@ -245,19 +245,10 @@ def test_mixed_load_returns_every_block(llama):
 
 
 def _dequantized_copy(model):
-    """The HF model with every linear weight the engine quantizes replaced by
-    its int8 value times its scale: the CPU reference for --quantization int8."""
-    import copy
-    from torch_tpu.serve.models import Int8Linear
-    ref = copy.deepcopy(model)
-    with torch.no_grad():
-        for name, mod in ref.named_modules():
-            if name.endswith(("_proj", "c_attn", "c_fc")) and hasattr(mod, "weight"):
-                out_dim = 1 if type(mod).__name__ == "Conv1D" else 0
-                q = Int8Linear(mod.weight, out_dim)
-                shape = (-1, 1) if out_dim == 0 else (1, -1)
-                mod.weight.copy_(q.q.float() * q.scale.float().view(shape))
-    return ref
+    """The HF model with the engine's int8 weights, dequantized: the CPU
+    reference for --quantization int8 (the same helper quant_eval uses)."""
+    from torch_tpu.serve.quant_eval import dequantized
+    return dequantized(model)
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
