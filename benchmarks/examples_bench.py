@@ -15,8 +15,6 @@ reported per step and as the ratio of CPU eager's time to the variant's.
     python benchmarks/examples_bench.py [--rounds 5] [--only mingpt,llama]
 """
 import argparse
-import copy
-import inspect
 import os
 import statistics
 import time
@@ -25,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 import torch_tpu  # noqa: E402
-from torch_tpu.bench import _to, capture_example  # noqa: E402
+from torch_tpu.bench import capture_example, example_factory  # noqa: E402
 
 
 EXAMPLES = ["mingpt", "llama", "qwen3", "resnet", "dlrm", "unet"]
@@ -52,22 +50,7 @@ def one_thread(call):
 
 
 def variant(cap, device, compiled):
-    model = copy.deepcopy(cap["model"]).to(device)
-    cls = type(cap["opt"])
-    accepted = inspect.signature(cls.__init__).parameters
-    opt = cls(model.parameters(), **{k: v for k, v in cap["opt"].defaults.items() if k in accepted})
-    fwd = torch.compile(model, backend="tpu") if compiled else model
-    batches = [_to(cap["batch_fn"](s), device) for s in range(1, 4)]
-    i = [0]
-
-    def step():
-        b = batches[i[0] % len(batches)]
-        i[0] += 1
-        loss = cap["loss_fn"](fwd, b)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+    step = example_factory(cap)(device, compiled)["step"]  # torch_tpu.bench's training step
 
     def block():
         for _ in range(BLOCK):
