@@ -129,8 +129,9 @@ test-c: build $(CORE_TESTS) $(BUILD)/test_runner
 
 # The suite runs in every eager mode: Fused (the default), then Strict, then
 # Debug (a mode-sensitive subset, DEBUG_TESTS below). Files that choose
-# their modes themselves (the persistent cache runs child processes per mode, torch.compile always captures graphs, and
-# Debug's Python dispatch mode makes Dynamo run graphs eagerly) or test
+# their modes themselves (the persistent cache runs child processes per
+# mode, torch.compile always captures graphs, and Debug's Python dispatch
+# mode makes Dynamo run graphs eagerly) or test
 # mode-independent tools or capabilities (the floors checker, the settings
 # registry, module conversion, Hugging Face and Diffusers models, autocast,
 # the examples' smoke runs, complex numbers and FFTs, which check their
