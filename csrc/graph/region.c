@@ -703,6 +703,7 @@ static tt_error *launch_region(region_program *rp, tt_executable *exe, const boo
     const region_param *pp = &rp->params[i];
     if (pp->kind == RPARAM_SLOT) {
       err = tt_storage_ensure(R.slots[pp->index].storage, pp->dtype, &in[i]);
+      owned[i] = !err;
     } else {
       const param_value *pv = &R.values[pp->index];
       uint64_t state[2];

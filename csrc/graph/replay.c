@@ -238,14 +238,15 @@ static bool args_match(const tt_replay *r, const tt_tensor_ref *args, int n_args
   return true;
 }
 
-/* Input buffers for the launch; values are new buffers (owned[p]). */
+/* Input buffers for the launch, each a reference of ours (owned[p]). */
 static tt_error *gather_inputs(tt_replay *r, const tt_tensor_ref *args, tt_buffer **in, bool *owned,
                                bool *matched) {
   for (int p = 0; p < r->n_params; p++) {
     replay_param *rp = &r->params[p];
     if (rp->kind == TT_LAUNCH_STORAGE) {
       TT_TRY(tt_storage_ensure(args[rp->arg].storage, rp->dtype, &in[p]));
-      if (rp->donated && !(tt_buffer_is_exclusive(in[p]) && tt_buffer_dtype(in[p]) == rp->dtype &&
+      owned[p] = true; /* our reference; the storage holds the other */
+      if (rp->donated && !(tt_buffer_refs(in[p]) == 2 && tt_buffer_dtype(in[p]) == rp->dtype &&
                            tt_buffer_numel(in[p]) == rp->numel)) {
         *matched = false; /* the program would consume a buffer someone else holds */
         return NULL;

@@ -201,8 +201,13 @@ tt_error *tt_storage_ensure(tt_storage *s, tt_dtype dtype, tt_buffer **out) {
                         tt_dtype_name(dtype));
   TT_TRY(tt_storage_sync(s, false));
   int64_t n = (int64_t)(s->nbytes / item);
-  if (s->buffer && tt_buffer_dtype(s->buffer) == dtype && tt_buffer_numel(s->buffer) == n) {
-    *out = s->buffer;
+  pthread_mutex_lock(buffer_lock(s));
+  tt_buffer *buf = s->buffer;
+  bool usable = buf && tt_buffer_dtype(buf) == dtype && tt_buffer_numel(buf) == n;
+  if (usable) tt_buffer_retain(buf);
+  pthread_mutex_unlock(buffer_lock(s));
+  if (usable) {
+    *out = buf;
     return NULL;
   }
   /* Missing or reinterpreted: go through host bytes (rare: uninitialized
@@ -213,7 +218,9 @@ tt_error *tt_storage_ensure(tt_storage *s, tt_dtype dtype, tt_buffer **out) {
   if (!err) err = tt_storage_write_bytes(s, dtype, bytes, s->nbytes);
   free(bytes);
   if (err) return err;
-  *out = s->buffer;
+  pthread_mutex_lock(buffer_lock(s));
+  *out = tt_buffer_retain(s->buffer);
+  pthread_mutex_unlock(buffer_lock(s));
   return NULL;
 }
 

@@ -67,7 +67,10 @@ tt_error *tt_storage_resize(tt_storage *s, size_t nbytes);
 
 /* Makes sure the storage holds a buffer of `dtype` with nbytes/itemsize
  * elements: creates zeros if it has none, reinterprets the bytes (through
- * the host) if it holds another dtype. Returns the buffer (borrowed). */
+ * the host) if it holds another dtype. Returns a new reference to the
+ * buffer, taken under the storage's buffer lock: the caller releases it once
+ * the launch that reads it has been enqueued, so another thread replacing
+ * the storage's buffer meanwhile cannot free it under the launch. */
 tt_error *tt_storage_ensure(tt_storage *s, tt_dtype dtype, tt_buffer **out);
 
 /* Copies nbytes of raw storage bytes to host memory. */

@@ -123,7 +123,8 @@ static tt_error *launch(tt_program *p, tt_executable *exe, tt_arg *args, int dev
         err = tt_error_new(TT_ERR_INVALID_ARGUMENT,
                            "Expected all tensors to be on the same device, but found at least "
                            "two devices, tpu:%d and tpu:%d!", device, r->storage->device);
-      else err = tt_storage_ensure(r->storage, pp->dtype, &in[i]);
+      else err = tt_storage_ensure(r->storage, pp->dtype, &owned[i]);
+      in[i] = owned[i];
     } else if (pp->kind == TT_PARAM_SCALAR || pp->kind == TT_PARAM_OFFSET) {
       unsigned char bytes[8];
       tt_param_scalar_bytes(args, pp, bytes);

@@ -98,6 +98,9 @@ tt_error *tt_runtime_device_memory(tt_runtime *rt, int device, tt_device_memory 
 bool tt_buffer_note_donation(tt_buffer *buf);
 /* Whether buf has exactly one reference (its owner may donate it). */
 bool tt_buffer_is_exclusive(const tt_buffer *buf);
+/* How many references buf has now (0 for NULL): a launch holding one of
+ * its own sees 2 when the owner is the only other holder. */
+int tt_buffer_refs(const tt_buffer *buf);
 tt_buffer *tt_buffer_retain(tt_buffer *buf);
 void tt_buffer_release(tt_buffer *buf);
 tt_dtype tt_buffer_dtype(const tt_buffer *buf);

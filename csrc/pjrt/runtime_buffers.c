@@ -279,8 +279,10 @@ bool tt_buffer_note_donation(tt_buffer *buf) {
   return buf->donated;
 }
 
-bool tt_buffer_is_exclusive(const tt_buffer *buf) {
-  return buf && atomic_load_explicit(&((tt_buffer *)buf)->refs, memory_order_acquire) == 1;
+bool tt_buffer_is_exclusive(const tt_buffer *buf) { return tt_buffer_refs(buf) == 1; }
+
+int tt_buffer_refs(const tt_buffer *buf) {
+  return buf ? atomic_load_explicit(&((tt_buffer *)buf)->refs, memory_order_acquire) : 0;
 }
 
 tt_buffer *tt_buffer_retain(tt_buffer *buf) {
