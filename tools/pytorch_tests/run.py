@@ -38,6 +38,10 @@ DEFAULT_FILES = [
     "test_type_promotion", "test_binary_ufuncs", "test_unary_ufuncs",
     "test_torch", "test_nn",
 ]
+# The part of a file that runs on tpu when no -k is given. test_nn.py's
+# device-independent classes (TestNN's 975 module tests...) build CPU modules
+# only: the run keeps its device-generic class (TestNNDeviceTypePRIVATEUSE1).
+FILE_SELECT = {"test_nn": "PRIVATEUSE1"}
 HANG_EXIT = 87          # tpu_pytest_plugin.HANG_EXIT
 MAX_RESTARTS = 200
 COUNTED = ("passed", "failed", "skipped", "xfailed", "xpassed", "crash", "hang")
@@ -109,8 +113,11 @@ def run_file(name, args, workdir, log, not_run=()):
     cmd = [sys.executable, "-m", "pytest", "-p", "tpu_pytest_plugin", "-p", "no:cacheprovider",
            "--noconftest", "-c", os.path.join(HERE, "pytest.ini"), "--rootdir", args.tests_dir,
            "-q", "-rN", "--tb=short", path]
-    if args.k:
-        cmd += ["-k", args.k]
+    select = " and ".join(f"({k})" for k in (FILE_SELECT.get(name), args.k) if k)
+    if select:
+        cmd += ["-k", select]
+    if args.shard:
+        env["PTT_SHARD"] = args.shard
     start = time.time()
     note = ""
     for attempt in range(MAX_RESTARTS + 1):
@@ -259,6 +266,9 @@ def main(argv=None):
     ap.add_argument("--files", default=os.environ.get("FILES", ""),
                     help="comma/space separated file names (test_indexing or test_indexing.py)")
     ap.add_argument("-k", default="", help="pytest -k expression, for a subset of tests")
+    ap.add_argument("--shard", default="",
+                    help="i/n: run the i-th of n interleaved parts of each file (0-based), to "
+                         "split a long file over processes run side by side (a subset, like -k)")
     ap.add_argument("--timeout", type=float, default=float(os.environ.get("PTT_TIMEOUT", 300)),
                     help="per-test limit in seconds (default 300)")
     ap.add_argument("--file-timeout", type=float, default=60 * 60,
@@ -320,13 +330,14 @@ def main(argv=None):
         counts = {k: 0 for k in COUNTED}
         for rec in results.values():
             counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
-        diffs = compare(name, results, expected, ran_whole_file=not args.k and not note)
+        diffs = compare(name, results, expected,
+                        ran_whole_file=not args.k and not args.shard and not note)
         if note:
             diffs.append(f"INCOMPLETE: {name}.py: {note}")
         all_diffs += diffs
         report["files"][name] = {
             "counts": counts, "minutes": round(minutes, 2), "note": note, "differences": diffs,
-            "subset": args.k,
+            "subset": " ".join(x for x in (args.k, args.shard and "shard " + args.shard) if x),
             "tests": {_test_key(name, n): r for n, r in sorted(results.items())
                       if r["outcome"] != "passed"},
         }
@@ -339,7 +350,7 @@ def main(argv=None):
             print(f"    ... {len(diffs) - 50} more in {args.report}")
         if args.update_expectations:
             expected = exp.updated(expected, name, {_test_key(name, n): r for n, r in results.items()},
-                                   whole_file=not args.k)
+                                   whole_file=not args.k and not args.shard)
         with open(args.report, "w") as f:
             json.dump(report, f, indent=1, sort_keys=True)
     if args.update_expectations:
