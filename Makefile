@@ -153,6 +153,7 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_bench.py \
             --ignore=tests/python/test_pytorch_fixes_ufuncs.py \
             --ignore=tests/python/test_pytorch_fixes_torch.py \
+            --ignore=tests/python/test_pytorch_fixes_nn.py \
             --ignore=tests/python/test_distributed.py \
             --ignore=tests/python/test_fuzz_short.py --ignore=tests/python/test_fault_injection.py \
             --ignore=tests/python/test_concurrency.py --ignore=tests/python/test_fuzz_regressions.py \

@@ -161,8 +161,18 @@ static tt_error *lower_leaky_relu(tt_lower_ctx *c) {
   return OUT(uc_sel(b, uc_cmp(b, "GT", x, tt_full_like(b, x, 0)), x, tt_mul(b, x, slope)));
 }
 
-/* leaky_relu_backward(grad, self, slope, self_is_result): self > 0 ? grad : grad * slope */
+/* leaky_relu_backward(grad, self, slope, self_is_result): self > 0 ? grad : grad * slope.
+ * After the in-place form, self is the result, whose sign tells the branch
+ * only for a slope >= 0: CPU refuses a negative one (the slope's value then
+ * becomes part of the cache key, for the in-place form only). */
 static tt_error *lower_leaky_relu_backward(tt_lower_ctx *c) {
+  if (tt_lc_bool(c, 3, false) && tt_lc_scalar_value(c, 2) < 0.0)
+    return tt_lc_fail(c, TT_ERR_RUNTIME,
+                      "In-place leakyReLu backward calculation is triggered with a negative slope "
+                      "which is not supported. This is caused by calling in-place forward function "
+                      "with a negative slope, please call out-of-place version instead. File an "
+                      "issue at https://github.com/pytorch/pytorch if you do require supporting "
+                      "in-place leakRelu backward calculation with negative slope");
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = uc_read_as(c, 0, tt_opmath(dt));
@@ -184,11 +194,19 @@ static tt_error *lower_elu(tt_lower_ctx *c) {
   return OUT(uc_sel(b, uc_cmp(b, "LE", x, tt_full_like(b, x, 0)), neg, tt_mul(b, x, scale)));
 }
 
-/* elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result) */
+/* elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result).
+ * is_result (after elu_/celu_): the branch is read from the result's sign,
+ * right only for alpha >= 0; CPU refuses a negative alpha (its value then
+ * becomes part of the cache key, for this form only). */
 static tt_error *lower_elu_backward(tt_lower_ctx *c) {
+  bool is_result = tt_lc_bool(c, 4, false);
+  if (is_result && tt_lc_scalar_value(c, 1) < 0.0)
+    return tt_lc_fail(c, TT_ERR_RUNTIME,
+                      "In-place elu backward calculation is triggered with a negative slope which "
+                      "is not supported. This is caused by calling in-place forward function with "
+                      "a negative slope, please call out-of-place version instead.");
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(5);
-  bool is_result = tt_lc_bool(c, 4, false);
   tt_val g = uc_read_as(c, 0, tt_opmath(dt));
   tt_val alpha = uc_S(c, 1, x), scale = uc_S(c, 2, x), in_scale = uc_S(c, 3, x);
   tt_val negcoef = tt_mul(b, alpha, scale);

@@ -210,12 +210,24 @@ tt_dtype tt_opmath(tt_dtype dt) { return tt_dtype_is_half(dt) ? TT_F32 : dt; }
 
 /* ------------------------------------------------------------ arithmetic */
 
+/* Broadcasts x and y to their common shape, dim by dim from the right (a
+ * size-1 dim takes the other's size, 0 included: [0, 3] with [1, 3] is
+ * [0, 3], which a choice by element count got wrong). Mismatched sizes are
+ * left for tt_b_bin to report. */
 tt_val tt_bin(tt_builder *b, tt_op op, tt_val x, tt_val y) {
   tt_shape sx = tt_b_shape(b, x), sy = tt_b_shape(b, y);
-  if (sx.ndim > sy.ndim || (sx.ndim == sy.ndim && tt_shape_numel(&sx) > tt_shape_numel(&sy)))
-    y = tt_b_broadcast_to(b, y, sx.ndim, sx.dims);
-  else if (sy.ndim > sx.ndim || tt_shape_numel(&sy) > tt_shape_numel(&sx))
-    x = tt_b_broadcast_to(b, x, sy.ndim, sy.dims);
+  int nd = sx.ndim > sy.ndim ? sx.ndim : sy.ndim;
+  int64_t dims[TT_MAX_DIMS];
+  bool bx = sx.ndim != nd, by = sy.ndim != nd;
+  for (int i = 0; i < nd; i++) {
+    int ix = i - (nd - sx.ndim), iy = i - (nd - sy.ndim);
+    int64_t dx = ix >= 0 ? sx.dims[ix] : 1, dy = iy >= 0 ? sy.dims[iy] : 1;
+    dims[i] = (dx == 1 && dy != 1) ? dy : dx;  /* a mismatch keeps x's */
+    if (dx != dims[i]) bx = true;
+    if (dy != dims[i]) by = true;
+  }
+  if (bx) x = tt_b_broadcast_to(b, x, nd, dims);
+  if (by) y = tt_b_broadcast_to(b, y, nd, dims);
   return tt_b_bin(b, op, x, y);
 }
 

@@ -103,12 +103,20 @@ static tt_error *nll_prepare(tt_lower_ctx *c, int si, bool is2d, nll_setup *s) {
   s->target = t;
   if (w) {
     int64_t wn = 1;
-    for (int i = 0; i < w->ndim; i++) wn *= w->sizes[i];
-    if (wn != s->C)
+    char shape[24 * TT_MAX_DIMS + 2] = "[";
+    for (int i = 0; i < w->ndim; i++) {
+      wn *= w->sizes[i];
+      size_t len = strlen(shape);
+      snprintf(shape + len, sizeof shape - len, "%s%" PRId64, i ? ", " : "", w->sizes[i]);
+    }
+    strcat(shape, "]");
+    /* nll_loss wants a 1-d weight of C elements; nll_loss2d only C elements
+     * (CPU: a [1, C] weight is refused by the first, taken by the second) */
+    if (wn != s->C || (!is2d && w->ndim != 1))
       return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                         "weight tensor should be defined either for all %" PRId64
-                        " classes or no classes but got weight tensor of shape: [%" PRId64 "]",
-                        s->C, wn);
+                        " classes or no classes but got weight tensor of shape: %s",
+                        s->C, shape);
     if (!w->storage || w->dtype != x->dtype) return tt_lc_decline(c, "weight dtype");
   }
   int64_t ignore = tt_lc_int(c, si + 4, -100);

@@ -1,0 +1,105 @@
+"""Regression tests for bugs PyTorch's own test_nn.py found on tpu
+(make pytorch-tests, docs/pytorch-tests.md), each compared with CPU PyTorch.
+Mode-independent: runs once (RUN_ONCE).
+"""
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tpu  # noqa: F401
+
+DEV = "tpu"
+
+
+def _grad_or_error(dev, fn, x):
+    x = x.detach().to(dev).requires_grad_()
+    try:
+        fn(x.clone()).sum().backward()
+    except RuntimeError as e:
+        return None, str(e)
+    return x.grad.cpu(), None
+
+
+INPLACE = [
+    ("elu_", lambda t: F.elu_(t, alpha=-2.0)),
+    ("celu_", lambda t: F.celu_(t, alpha=-2.0)),
+    ("leaky_relu_", lambda t: F.leaky_relu_(t, -0.5)),
+]
+
+
+@pytest.mark.parametrize("name,fn", INPLACE, ids=[n for n, _ in INPLACE])
+def test_inplace_activation_negative_slope_backward_raises_like_cpu(name, fn):
+    # After elu_/celu_/leaky_relu_ autograd keeps the result only; its sign
+    # tells the branch only for a slope >= 0, so CPU refuses a negative one.
+    # tpu computed a wrong gradient (all ones for elu_ and leaky_relu_)
+    # (test_nn's test_inplace_elu/celu/leaky_relu...).
+    x = torch.tensor([-1.0, 0.5, -0.2, 2.0])
+    _, cpu_err = _grad_or_error("cpu", fn, x)
+    assert cpu_err is not None
+    with pytest.raises(RuntimeError, match=re.escape(cpu_err[:60])):
+        xt = x.to(DEV).requires_grad_()
+        fn(xt.clone()).sum().backward()
+
+
+POSITIVE = [
+    ("elu_", lambda t: F.elu_(t, alpha=2.0)),
+    ("celu_", lambda t: F.celu_(t, alpha=0.5)),
+    ("leaky_relu_", lambda t: F.leaky_relu_(t, 0.25)),
+    ("leaky_relu_0", lambda t: F.leaky_relu_(t, 0.0)),
+    ("elu", lambda t: F.elu(t, alpha=-2.0)),
+    ("leaky_relu", lambda t: F.leaky_relu(t, -0.5)),
+]
+
+
+@pytest.mark.parametrize("name,fn", POSITIVE, ids=[n for n, _ in POSITIVE])
+def test_activation_backward_still_matches_cpu(name, fn):
+    # the cases CPU computes: in place with a slope >= 0, out of place with any
+    x = torch.tensor([-1.0, 0.5, -0.2, 2.0, 0.0, -3.0])
+    want, err = _grad_or_error("cpu", fn, x)
+    assert err is None
+    got, err = _grad_or_error(DEV, fn, x)
+    assert err is None
+    torch.testing.assert_close(got, want)
+
+
+def test_nll_loss_weight_must_be_1d_like_cpu():
+    # nll_loss takes a weight of C elements in one dim only; tpu took a
+    # [1, C] weight and computed (test_nn's test_nll_loss_invalid_weights)
+    x = torch.randn(4, 3).log_softmax(1)
+    t = torch.tensor([0, 2, 1, 2])
+    for w in (torch.rand(1, 3), torch.rand(3, 1), torch.rand(2, 3), torch.rand(4)):
+        with pytest.raises(RuntimeError) as cpu_err:
+            F.nll_loss(x, t, weight=w)
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value))):
+            F.nll_loss(x.to(DEV), t.to(DEV), weight=w.to(DEV))
+    # a 1-d weight still works, and nll_loss2d (4-d input) takes [1, C]
+    w = torch.rand(3)
+    torch.testing.assert_close(F.nll_loss(x.to(DEV), t.to(DEV), weight=w.to(DEV)).cpu(),
+                               F.nll_loss(x, t, weight=w))
+    x4 = torch.randn(2, 3, 4, 4).log_softmax(1)
+    t4 = torch.randint(0, 3, (2, 4, 4))
+    w = torch.rand(1, 3)
+    torch.testing.assert_close(F.nll_loss(x4.to(DEV), t4.to(DEV), weight=w.to(DEV)).cpu(),
+                               F.nll_loss(x4, t4, weight=w))
+
+
+def test_margin_losses_on_empty_batch():
+    # an empty batch broadcast a [0, 1] operand against [0, C]: the
+    # lowerings' binary helper chose which side to broadcast by element
+    # count (0 both) and emitted a mismatched add ("internal: stablehlo.add
+    # operands differ") (test_nn's test_MarginLoss_empty)
+    for mod, y in ((torch.nn.MultiMarginLoss(), torch.ones(0, dtype=torch.long)),
+                   (torch.nn.MultiLabelMarginLoss(), torch.ones(0, 10, dtype=torch.long))):
+        for red in ("none", "sum"):
+            mod.reduction = red
+            x = torch.randn(0, 10, device=DEV, requires_grad=True)
+            out = mod(x, y.to(DEV))
+            want = mod(torch.randn(0, 10), y)
+            assert out.shape == want.shape
+            # CPU's multilabel_margin_loss sums an empty batch into
+            # uninitialized memory (a value like -1e36); the sum of nothing is 0
+            torch.testing.assert_close(out.sum().cpu(), torch.tensor(0.0))
+            out.sum().backward()
+            assert x.grad.shape == (0, 10)
