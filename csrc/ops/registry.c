@@ -29,6 +29,7 @@
   X(nn_loss)           \
   X(nn_resample)       \
   X(nn_pool)           \
+  X(rnn)               \
   X(indexing)          \
   X(scatter)           \
   X(shape_ops)         \
