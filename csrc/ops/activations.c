@@ -165,14 +165,17 @@ static tt_error *lower_leaky_relu(tt_lower_ctx *c) {
  * After the in-place form, self is the result, whose sign tells the branch
  * only for a slope >= 0: CPU refuses a negative one (the slope's value then
  * becomes part of the cache key, for the in-place form only). */
+static tt_error *inplace_negative_slope(tt_lower_ctx *c) {
+  return tt_lc_fail(c, TT_ERR_RUNTIME,
+                    "In-place leakyReLu backward calculation is triggered with a negative slope "
+                    "which is not supported. This is caused by calling in-place forward function "
+                    "with a negative slope, please call out-of-place version instead. File an "
+                    "issue at https://github.com/pytorch/pytorch if you do require supporting "
+                    "in-place leakRelu backward calculation with negative slope");
+}
+
 static tt_error *lower_leaky_relu_backward(tt_lower_ctx *c) {
-  if (tt_lc_bool(c, 3, false) && tt_lc_scalar_value(c, 2) < 0.0)
-    return tt_lc_fail(c, TT_ERR_RUNTIME,
-                      "In-place leakyReLu backward calculation is triggered with a negative slope "
-                      "which is not supported. This is caused by calling in-place forward function "
-                      "with a negative slope, please call out-of-place version instead. File an "
-                      "issue at https://github.com/pytorch/pytorch if you do require supporting "
-                      "in-place leakRelu backward calculation with negative slope");
+  if (tt_lc_bool(c, 3, false) && tt_lc_scalar_value(c, 2) < 0.0) return inplace_negative_slope(c);
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = uc_read_as(c, 0, tt_opmath(dt));
@@ -453,8 +456,13 @@ static tt_error *lower_rrelu_with_noise(tt_lower_ctx *c) {
   return NULL;
 }
 
-/* rrelu_with_noise_backward(grad, self, noise, lower, upper, training, self_is_result) */
+/* rrelu_with_noise_backward(grad, self, noise, lower, upper, training, self_is_result).
+ * In eval mode CPU calls leaky_relu_backward with slope (lower + upper) / 2:
+ * after rrelu_ (self is the result) a negative slope is refused likewise. */
 static tt_error *lower_rrelu_with_noise_backward(tt_lower_ctx *c) {
+  if (!tt_lc_bool(c, 5, false) && tt_lc_bool(c, 6, false) &&
+      (tt_lc_scalar_value(c, 3) + tt_lc_scalar_value(c, 4)) / 2 < 0.0)
+    return inplace_negative_slope(c);
   TT_TRY(uc_require_float(c, 0));
   FLOAT_SELF(1);
   tt_val g = uc_read_as(c, 0, tt_opmath(dt));

@@ -26,6 +26,8 @@ INPLACE = [
     ("elu_", lambda t: F.elu_(t, alpha=-2.0)),
     ("celu_", lambda t: F.celu_(t, alpha=-2.0)),
     ("leaky_relu_", lambda t: F.leaky_relu_(t, -0.5)),
+    # eval-mode rrelu_ is leaky_relu_ with slope (lower + upper) / 2 = -2
+    ("rrelu_", lambda t: F.rrelu_(t, -5.0, 1.0)),
 ]
 
 
@@ -33,8 +35,8 @@ INPLACE = [
 def test_inplace_activation_negative_slope_backward_raises_like_cpu(name, fn):
     # After elu_/celu_/leaky_relu_ autograd keeps the result only; its sign
     # tells the branch only for a slope >= 0, so CPU refuses a negative one.
-    # tpu computed a wrong gradient (all ones for elu_ and leaky_relu_)
-    # (test_nn's test_inplace_elu/celu/leaky_relu...).
+    # tpu computed a wrong gradient (all ones for elu_, leaky_relu_ and
+    # eval-mode rrelu_) (test_nn's test_*_inplace_with_neg_slope/alpha).
     x = torch.tensor([-1.0, 0.5, -0.2, 2.0])
     _, cpu_err = _grad_or_error("cpu", fn, x)
     assert cpu_err is not None
@@ -48,6 +50,8 @@ POSITIVE = [
     ("celu_", lambda t: F.celu_(t, alpha=0.5)),
     ("leaky_relu_", lambda t: F.leaky_relu_(t, 0.25)),
     ("leaky_relu_0", lambda t: F.leaky_relu_(t, 0.0)),
+    ("rrelu_", lambda t: F.rrelu_(t, 0.1, 0.3)),
+    ("rrelu_mean_0", lambda t: F.rrelu_(t, -1.0, 1.0)),
     ("elu", lambda t: F.elu(t, alpha=-2.0)),
     ("leaky_relu", lambda t: F.leaky_relu(t, -0.5)),
 ]

@@ -141,6 +141,14 @@ def pytest_runtest_logstart(nodeid, location):
     faulthandler.dump_traceback_later(_timeout + 60, exit=True, file=_real_stderr)
 
 
+def pytest_runtest_teardown(item, nextitem):
+    # A device-side check (an index out of range in a scatter...) is raised
+    # at the next point the host waits, as CUDA's device asserts are; wait
+    # here, so that such an error fails the test whose op it checks (as a
+    # teardown error) instead of the next test that reads a value.
+    torch.tpu.synchronize()
+
+
 def _message(report):
     text = _raw_message(report)
     return " / ".join(line.strip() for line in text.splitlines() if line.strip())[:_MESSAGE_LIMIT]
