@@ -44,6 +44,7 @@ DEFAULT_FILES = [
 FILE_SELECT = {"test_nn": "PRIVATEUSE1"}
 HANG_EXIT = 87          # tpu_pytest_plugin.HANG_EXIT
 MAX_RESTARTS = 200
+SLOW_PATH = os.path.join(HERE, "slow.txt")
 COUNTED = ("passed", "failed", "skipped", "xfailed", "xpassed", "crash", "hang")
 
 HOW_TO_GET = """\
@@ -84,6 +85,24 @@ def _read_current(path):
         return None
 
 
+def load_slow(path=SLOW_PATH):
+    """slow.txt: `<file.py>::<Class>::<test> | <seconds> | <reason>` per line,
+    tests that pass but need more than the per-test limit (many shapes, a
+    program compiled for each); they run with that limit instead."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            parts = [p.strip() for p in line.split(" | ", 2)]
+            if len(parts) != 3:
+                raise ValueError(f"{path}:{n}: expected <test> | <seconds> | <reason>")
+            out[parts[0]] = float(parts[1])
+    return out
+
+
 def run_file(name, args, workdir, log, not_run=()):
     """Runs one test file to the end, restarting after crashes and hangs.
 
@@ -108,6 +127,14 @@ def run_file(name, args, workdir, log, not_run=()):
     env["PTT_CURRENT"] = current_path
     env["PTT_SKIP"] = skip_path
     env["PTT_TIMEOUT"] = str(args.timeout)
+    # slow.txt ids are "file.py::Class::test"; pytest's are relative to rootdir
+    rel = os.path.relpath(path, args.tests_dir)
+    limits = {rel + "::" + k.split("::", 1)[1]: v for k, v in load_slow().items()
+              if k.startswith(name + ".py::")}
+    limits_path = os.path.join(workdir, name + ".limits.json")
+    with open(limits_path, "w") as f:
+        json.dump(limits, f)
+    env["PTT_LIMITS"] = limits_path
     env["PYTORCH_PRINT_REPRO_ON_FAILURE"] = "0"
     env.setdefault("TORCH_TPU_CACHE_DIR", os.path.join(workdir, "cache"))
     cmd = [sys.executable, "-m", "pytest", "-p", "tpu_pytest_plugin", "-p", "no:cacheprovider",
@@ -146,8 +173,9 @@ def run_file(name, args, workdir, log, not_run=()):
                 outcome, why = "hang", "still running when the file time limit was reached"
             elif rc < 0:
                 outcome, why = "crash", f"child died by signal {signal.Signals(-rc).name}"
-            elif ran >= args.timeout:
-                outcome, why = "hang", f"exceeded the per-test limit of {args.timeout:.0f} s"
+            elif ran >= max(args.timeout, limits.get(nodeid, 0)):
+                outcome, why = "hang", ("exceeded the per-test limit of "
+                                        f"{max(args.timeout, limits.get(nodeid, 0)):.0f} s")
             else:
                 outcome, why = "crash", f"child exited with code {rc} during the test"
             with open(results_path, "a") as f:

@@ -12,6 +12,8 @@ and these settings in the environment:
                 before a crash), so a restarted child goes on after them
   PTT_TIMEOUT   per-test limit in seconds; past it the test is recorded as a
                 hang and the child exits (code HANG_EXIT), the runner restarts
+  PTT_LIMITS    optional JSON file {test id: seconds}: a longer limit for the
+                slow tests listed in slow.txt
 
 Importing torch_tpu here, before pytest imports the test module, registers
 the PrivateUse1 device, so that common_device_type's test bases (computed
@@ -69,6 +71,10 @@ _MESSAGE_LIMIT = 400
 _results_path = os.environ.get("PTT_RESULTS")
 _current_path = os.environ.get("PTT_CURRENT")
 _timeout = float(os.environ.get("PTT_TIMEOUT", "300"))
+_limits = {}
+if os.environ.get("PTT_LIMITS") and os.path.exists(os.environ["PTT_LIMITS"]):
+    with open(os.environ["PTT_LIMITS"]) as _f:
+        _limits = {k: max(float(v), _timeout) for k, v in json.load(_f).items()}
 
 # The real stderr, kept before pytest captures fd 2: a hang's stacks must reach
 # the child's log even though the test's output is being captured.
@@ -89,13 +95,13 @@ def _append_result(record):
             f.flush()
 
 
-def _on_hang(nodeid, started):
+def _on_hang(nodeid, started, limit):
     # Runs on a timer thread: the test is still running. Record it as a hang,
     # show where it is, and leave; the runner restarts after this test.
     _append_result({"nodeid": nodeid, "outcome": "hang",
-                    "message": f"exceeded the per-test limit of {_timeout:.0f} s",
+                    "message": f"exceeded the per-test limit of {limit:.0f} s",
                     "seconds": round(time.time() - started, 2)})
-    _real_stderr.write(f"\n[pytorch-tests] HANG: {nodeid} ran over {_timeout:.0f} s\n")
+    _real_stderr.write(f"\n[pytorch-tests] HANG: {nodeid} ran over {limit:.0f} s\n")
     _real_stderr.flush()
     faulthandler.dump_traceback(file=_real_stderr, all_threads=True)
     _real_stderr.flush()
@@ -132,13 +138,14 @@ def pytest_runtest_logstart(nodeid, location):
         with open(_current_path, "w") as f:
             f.write(json.dumps({"nodeid": nodeid, "started": started}))
             f.flush()
-    _timer = threading.Timer(_timeout, _on_hang, args=(nodeid, started))
+    limit = _limits.get(nodeid, _timeout)
+    _timer = threading.Timer(limit, _on_hang, args=(nodeid, started, limit))
     _timer.daemon = True
     _timer.start()
     # Backstop for a hang that holds the GIL (the timer thread cannot run):
     # faulthandler's own C thread dumps the stacks and exits the child; the
     # runner then finds the test started without a result after the limit.
-    faulthandler.dump_traceback_later(_timeout + 60, exit=True, file=_real_stderr)
+    faulthandler.dump_traceback_later(limit + 60, exit=True, file=_real_stderr)
 
 
 def pytest_runtest_teardown(item, nextitem):
