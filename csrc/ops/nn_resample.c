@@ -302,7 +302,9 @@ static tt_error *upsample_impl(tt_lower_ctx *c, int k, int mode /* 0 nearest 1 e
     /* CPU's reduced-precision trilinear rounds differently */
     if (mode == 2 && k == 3 && tt_opmath(x->dtype) != x->dtype)
       return tt_lc_decline(c, "trilinear %s", tt_dtype_name(x->dtype));
-  } else if (x->dtype == TT_BOOL) {
+  } else if (x->dtype != TT_U8 && !tt_dtype_is_floating(x->dtype)) {
+    /* CPU's nearest kernels take uint8 and floating types only: the
+     * fallback raises its "not implemented for 'Int'" */
     return tt_lc_decline(c, "dtype %s", tt_dtype_name(x->dtype));
   }
   int64_t osz[4], isz[TT_MAX_DIMS];

@@ -190,3 +190,19 @@ def test_lstm_cell_bfloat16_close_to_float32():
     got = mt.to(DEV).bfloat16()(x.to(DEV).bfloat16())
     for a, b in zip(got, want):
         torch.testing.assert_close(a.float().cpu(), b.detach(), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_upsample_nearest_integer_dtypes_raise_like_cpu(dtype, mode):
+    # CPU's nearest kernels take uint8 and floating types only; tpu computed
+    # the other integer types (test_nn's test_upsamplingBiMode2d_nonsupported_dtypes)
+    x = torch.ones(1, 3, 8, 8, dtype=dtype)
+    with pytest.raises(RuntimeError, match="not implemented for"):
+        F.interpolate(x, size=(16, 16), mode=mode)
+    with pytest.raises(RuntimeError, match="not implemented for"):
+        F.interpolate(x.to(DEV), size=(16, 16), mode=mode)
+    for ok in (torch.uint8, torch.float32):
+        x = torch.arange(64, dtype=ok).view(1, 1, 8, 8)
+        torch.testing.assert_close(F.interpolate(x.to(DEV), size=(16, 16), mode=mode).cpu(),
+                                   F.interpolate(x, size=(16, 16), mode=mode))
