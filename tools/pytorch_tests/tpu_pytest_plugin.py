@@ -29,6 +29,7 @@ import time
 
 os.environ.setdefault("PYTORCH_TESTING_DEVICE_ONLY_FOR", "privateuse1")
 
+import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch_tpu  # noqa: E402,F401
 
@@ -148,12 +149,22 @@ def pytest_runtest_logstart(nodeid, location):
     faulthandler.dump_traceback_later(limit + 60, exit=True, file=_real_stderr)
 
 
-def pytest_runtest_teardown(item, nextitem):
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
     # A device-side check (an index out of range in a scatter...) is raised
     # at the next point the host waits, as CUDA's device asserts are; wait
-    # here, so that such an error fails the test whose op it checks (as a
-    # teardown error) instead of the next test that reads a value.
+    # at the end of the test, so that such an error fails the test whose op
+    # it checks instead of the next test that reads a value.
+    try:
+        result = yield
+    except BaseException:
+        try:
+            torch.tpu.synchronize()      # the test failed already: drop it
+        except Exception:
+            pass
+        raise
     torch.tpu.synchronize()
+    return result
 
 
 def _message(report):
