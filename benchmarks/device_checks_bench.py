@@ -3,7 +3,7 @@ training steps of eager_modes.py (minGPT, Llama-style stack): checks on vs
 off, blocks alternated round by round in one process (the machine is
 shared and noisy; compare the ratio, not the absolute times).
 
-    python benchmarks/device_checks.py [--rounds N]
+    python benchmarks/device_checks_bench.py [--rounds N]
 """
 import argparse
 import os
