@@ -290,3 +290,23 @@ def test_region_from_persistent_cache_keeps_checks(tmp_path):
                            timeout=120).stdout for _ in range(2)]
     assert "RAISED True" in outs[0], outs[0]
     assert "RAISED True True" in outs[1], outs[1]
+
+
+@pytest.mark.parametrize("case", ["histc_inf_data", "histc_nan_max", "multinomial_neg", "multinomial_nan",
+                                  "multinomial_zero"])
+def test_host_checked_ops_raise_like_cpu(case):
+    # histc and multinomial keep PyTorch's own checks (they read their input
+    # on the host first); on tpu they raise CPU's type and message too
+    inf, nan = float("inf"), float("nan")
+    fn, data = {
+        "histc_inf_data": (lambda t: torch.histc(t, bins=4), [1.0, inf]),
+        "histc_nan_max": (lambda t: torch.histc(t, bins=4, min=0, max=nan), [1.0, 2.0]),
+        "multinomial_neg": (lambda t: torch.multinomial(t, 1), [0.5, -0.1]),
+        "multinomial_nan": (lambda t: torch.multinomial(t, 1), [0.5, nan]),
+        "multinomial_zero": (lambda t: torch.multinomial(t, 1), [0.0, 0.0]),
+    }[case]
+    with pytest.raises(RuntimeError) as cpu:
+        fn(torch.tensor(data))
+    with pytest.raises(RuntimeError) as tpu:
+        fn(torch.tensor(data, device=DEV)).cpu()
+    assert str(cpu.value).splitlines()[0] in str(tpu.value)
