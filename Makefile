@@ -211,6 +211,7 @@ bench:
 	  --out bench_results --chart docs/bench.png
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/run.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/eager_modes.py
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/device_checks_bench.py --rounds 6
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/hf_decode.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/examples_bench.py

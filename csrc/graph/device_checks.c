@@ -2,6 +2,7 @@
  * of launches not yet read (graph/device_checks.h). */
 #include "graph/device_checks.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,10 +37,13 @@ typedef struct {
   char **texts;
 } watched;
 
-/* Beyond this many unread words the oldest are read at the next watch (long
- * done by then); a failure among them waits for the next poll. */
+/* Beyond this many unread words, a watch reads those already computed (a
+ * failure among them waits for the next poll). */
 #define MAX_PENDING 64
 
+/* The pending words, under a lock held only to add or take entries: the
+ * reads (which may wait for the device) run outside it, so a thread that
+ * launches never waits for another thread's read. */
 static struct {
   pthread_mutex_t lock;
   watched *w;
@@ -54,12 +58,16 @@ static void watched_free(watched *w) {
   free(w->codes);
 }
 
+/* "op: message (device-side check; the op was recorded at file:line in f)",
+ * the message's placeholders left for the read. */
 static char *format_site(const tt_check_site *s) {
   const char *msg = s->def && s->def->message ? s->def->message : "device-side check failed";
   size_t len = strlen(s->op_name) + strlen(msg) + (s->source ? strlen(s->source) : 0) + 128;
   char *t = malloc(len);
   if (!t) return NULL;
-  if (s->source)
+  if (s->source && strncmp(s->source, "in ", 3) == 0) /* autograd's backward: names the forward op */
+    snprintf(t, len, "%s: %s (device-side check; %s)", s->op_name, msg, s->source);
+  else if (s->source)
     snprintf(t, len, "%s: %s (device-side check; the op was recorded at %s)", s->op_name, msg,
              s->source);
   else
@@ -69,13 +77,25 @@ static char *format_site(const tt_check_site *s) {
 
 /* Reads w's word; the error it reports, or NULL. Frees w's contents. */
 static tt_error *read_word(watched *w) {
-  int32_t v = TT_CHECK_WORD_OK;
-  tt_error *err = tt_buffer_to_host(w->word, &v, sizeof v);
-  if (!err && v != TT_CHECK_WORD_OK) {
-    if (v >= 0 && v < w->n)
-      err = tt_error_new(w->codes[v], "%s", w->texts[v] ? w->texts[v] : "device-side check failed");
-    else
-      err = tt_error_new(TT_ERR_RUNTIME, "device-side check %d failed", (int)v);
+  int64_t raw[3];
+  size_t nbytes = tt_buffer_nbytes(w->word);
+  tt_error *err = NULL;
+  tt_check_word cw;
+  if (nbytes > sizeof raw) {
+    err = tt_error_new(TT_ERR_RUNTIME, "internal: a device-check word of %zu bytes", nbytes);
+  } else {
+    err = tt_buffer_to_host(w->word, raw, nbytes);
+    if (!err && !tt_check_word_decode(raw, nbytes, &cw))
+      err = tt_error_new(TT_ERR_RUNTIME, "internal: a device-check word of %zu bytes", nbytes);
+  }
+  if (!err && cw.check != TT_CHECK_WORD_OK) {
+    if (cw.check >= 0 && cw.check < w->n) {
+      char *text = tt_check_text_fill(w->texts[cw.check], &cw);
+      err = tt_error_new(w->codes[cw.check], "%s", text ? text : "device-side check failed");
+      free(text);
+    } else {
+      err = tt_error_new(TT_ERR_RUNTIME, "device-side check %" PRId64 " failed", cw.check);
+    }
   }
   watched_free(w);
   return err;
@@ -95,12 +115,16 @@ void tt_device_checks_watch(tt_buffer *word, const tt_check_site *sites, int n_s
       w.codes[i] = sites[i].def ? sites[i].def->code : TT_ERR_RUNTIME;
       w.texts[i] = format_site(&sites[i]);
     }
+  watched done[MAX_PENDING];
+  int n_done = 0;
   pthread_mutex_lock(&P.lock);
-  if (P.n >= MAX_PENDING) { /* read the oldest half */
-    int k = P.n / 2;
-    for (int i = 0; i < k; i++) keep_first(&P.deferred, read_word(&P.w[i]));
-    memmove(P.w, P.w + k, sizeof *P.w * (size_t)(P.n - k));
-    P.n -= k;
+  if (P.n >= MAX_PENDING) { /* take the words already computed; never wait here */
+    int keep = 0;
+    for (int i = 0; i < P.n; i++) {
+      if (n_done < MAX_PENDING && tt_buffer_is_ready(P.w[i].word)) done[n_done++] = P.w[i];
+      else P.w[keep++] = P.w[i];
+    }
+    P.n = keep;
   }
   if (P.n == P.cap) {
     int cap = P.cap ? 2 * P.cap : 16;
@@ -110,8 +134,16 @@ void tt_device_checks_watch(tt_buffer *word, const tt_check_site *sites, int n_s
       P.cap = cap;
     }
   }
-  if (P.n < P.cap && w.codes && w.texts) P.w[P.n++] = w;
-  else watched_free(&w); /* host OOM: the check is lost, not the program */
+  bool kept = P.n < P.cap && w.codes && w.texts;
+  if (kept) P.w[P.n++] = w;
+  pthread_mutex_unlock(&P.lock);
+  if (!kept) watched_free(&w); /* host OOM: the check is lost, not the program */
+  if (!n_done) return;
+  tt_error *first = NULL;
+  for (int i = 0; i < n_done; i++) keep_first(&first, read_word(&done[i]));
+  if (!first) return;
+  pthread_mutex_lock(&P.lock);
+  keep_first(&P.deferred, first);
   pthread_mutex_unlock(&P.lock);
 }
 
@@ -123,9 +155,13 @@ tt_error *tt_device_checks_poll(void) {
   }
   tt_error *first = P.deferred;
   P.deferred = NULL;
-  for (int i = 0; i < P.n; i++) keep_first(&first, read_word(&P.w[i]));
-  P.n = 0;
+  watched *taken = P.w;
+  int n = P.n;
+  P.w = NULL;
+  P.n = P.cap = 0;
   pthread_mutex_unlock(&P.lock);
+  for (int i = 0; i < n; i++) keep_first(&first, read_word(&taken[i])); /* waits, unlocked */
+  free(taken);
   return first;
 }
 

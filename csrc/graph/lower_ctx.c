@@ -45,9 +45,9 @@ struct tt_lower_ctx {
   int *value_args;
   int n_value_args, cap_value_args;
   const tt_region_binding *bind; /* fused replay: values come from the region */
-  tt_val *check_flags; /* device-side checks: i1 scalars, and what each reports */
+  tt_check_vals *check_vals; /* device-side checks: their values, and what each reports */
   tt_check_def *checks;
-  int n_checks, cap_checks, cap_check_flags;
+  int n_checks, cap_checks, cap_check_vals;
   bool checks_on;
 };
 
@@ -310,33 +310,80 @@ void tt_lc_write(tt_lower_ctx *c, int i, int j, tt_val v) {
 
 bool tt_lc_checks_on(const tt_lower_ctx *c) { return c->checks_on; }
 
-void tt_lc_check(tt_lower_ctx *c, tt_val bad, tt_error_code code, const char *fmt, ...) {
-  if (!c->checks_on || bad == TT_INVALID || tt_b_error(c->b)) return;
-  tt_builder *b = c->b;
+/* The check values of `bad` (any shape; nonzero = failed) and `value` (bad's
+ * shape or TT_INVALID): the first offending element by a min-reduction of
+ * (bad ? flat index : n), its value by a one-element dynamic slice. */
+static tt_check_vals check_vals(tt_builder *b, tt_val bad, tt_val value) {
   tt_shape s = tt_b_shape(b, bad);
   if (s.dtype != TT_BOOL) bad = tt_b_compare(b, "NE", bad, tt_b_full(b, s, 0));
-  if (s.ndim > 0) {
-    int64_t dims[TT_MAX_DIMS];
-    for (int k = 0; k < s.ndim; k++) dims[k] = k;
-    bad = tt_b_reduce(b, bad, tt_b_constant(b, TT_BOOL, 0), dims, s.ndim, "or");
+  if (value != TT_INVALID) {
+    tt_shape vs = tt_b_shape(b, value);
+    value = tt_b_convert(b, value, TT_I64);
+    bool same = vs.ndim == s.ndim;
+    for (int k = 0; same && k < s.ndim; k++) same = vs.dims[k] == s.dims[k];
+    if (!same) value = tt_b_broadcast_to(b, value, s.ndim, s.dims);
   }
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  GROW(c->checks, c->n_checks, c->cap_checks);
-  GROW(c->check_flags, c->n_checks, c->cap_check_flags);
-  c->checks[c->n_checks] = (tt_check_def){code, strdup(msg)};
-  c->check_flags[c->n_checks++] = bad;
+  int64_t n = 1;
+  for (int k = 0; k < s.ndim; k++) n *= s.dims[k];
+  tt_val zero = tt_b_constant_int(b, TT_I64, 0);
+  if (n == 0) return (tt_check_vals){tt_b_constant(b, TT_BOOL, 0), zero, zero};
+  if (s.ndim == 0) return (tt_check_vals){bad, zero, value != TT_INVALID ? value : zero};
+  tt_val flat = tt_b_reshape(b, bad, 1, &n);
+  tt_shape is = tt_shape_make(TT_I64, 1, &n);
+  tt_val big = tt_b_constant_int(b, TT_I64, n);
+  tt_val cand = tt_b_select(b, flat, tt_b_iota(b, is, 0), tt_b_broadcast_to(b, big, 1, &n));
+  int64_t dim0 = 0;
+  tt_val pos = tt_b_reduce(b, cand, big, &dim0, 1, "minimum");
+  tt_val failed = tt_b_compare(b, "LT", pos, big);
+  pos = tt_b_select(b, failed, pos, zero);
+  tt_val v = zero;
+  if (value != TT_INVALID) {
+    int64_t one = 1;
+    v = tt_b_dynamic_slice(b, tt_b_reshape(b, value, 1, &n), &pos, &one);
+    v = tt_b_reshape(b, v, 0, NULL);
+  }
+  return (tt_check_vals){failed, pos, v};
 }
 
-tt_val tt_lc_check_word(tt_builder *b, const tt_val *flags, int n) {
-  tt_val ok = tt_b_constant_int(b, TT_I32, TT_CHECK_WORD_OK);
-  tt_val word = ok;
-  for (int k = n - 1; k >= 0; k--) /* the first failing check wins */
-    word = tt_b_select(b, flags[k], tt_b_constant_int(b, TT_I32, k), word);
-  return word;
+static void add_check(tt_lower_ctx *c, tt_val bad, tt_val value, tt_error_code code,
+                      const char *fmt, va_list ap) {
+  if (!c->checks_on || bad == TT_INVALID || tt_b_error(c->b)) return;
+  tt_check_vals v = check_vals(c->b, bad, value);
+  char msg[512];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  GROW(c->checks, c->n_checks, c->cap_checks);
+  GROW(c->check_vals, c->n_checks, c->cap_check_vals);
+  c->checks[c->n_checks] = (tt_check_def){code, strdup(msg)};
+  c->check_vals[c->n_checks++] = v;
+}
+
+void tt_lc_check(tt_lower_ctx *c, tt_val bad, tt_error_code code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  add_check(c, bad, TT_INVALID, code, fmt, ap);
+  va_end(ap);
+}
+
+void tt_lc_check_value(tt_lower_ctx *c, tt_val bad, tt_val value, tt_error_code code,
+                       const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  add_check(c, bad, value, code, fmt, ap);
+  va_end(ap);
+}
+
+tt_val tt_lc_check_word(tt_builder *b, const tt_check_vals *checks, int n) {
+  tt_val num = tt_b_constant_int(b, TT_I64, TT_CHECK_WORD_OK);
+  tt_val pos = tt_b_constant_int(b, TT_I64, -1), value = tt_b_constant_int(b, TT_I64, 0);
+  for (int k = n - 1; k >= 0; k--) { /* the first failing check wins */
+    num = tt_b_select(b, checks[k].bad, tt_b_constant_int(b, TT_I64, k), num);
+    pos = tt_b_select(b, checks[k].bad, checks[k].pos, pos);
+    value = tt_b_select(b, checks[k].bad, checks[k].value, value);
+  }
+  int64_t one = 1;
+  tt_val parts[3] = {tt_b_reshape(b, num, 1, &one), tt_b_reshape(b, pos, 1, &one),
+                     tt_b_reshape(b, value, 1, &one)};
+  return tt_b_concat(b, parts, 3, 0);
 }
 
 tt_error *tt_lc_decline(tt_lower_ctx *c, const char *fmt, ...) {
@@ -372,7 +419,7 @@ static void ctx_free(tt_lower_ctx *c) {
   free(c->value_args);
   for (int k = 0; k < c->n_checks; k++) free(c->checks[k].message);
   free(c->checks);
-  free(c->check_flags);
+  free(c->check_vals);
 }
 
 static const char *shape_str(const tt_tensor_ref *r, char *buf, size_t size) {
@@ -550,7 +597,7 @@ tt_error *tt_program_lower_into(tt_builder *b, const tt_region_binding *bind, co
   if (!err && n_resize)
     err = tt_error_new(TT_ERR_RUNTIME, "internal: %s needs a resize inside a region", op_name);
   for (int k = 0; !err && bind && bind->check && k < c.n_checks; k++)
-    bind->check(bind->self, c.check_flags[k]);
+    bind->check(bind->self, &c.check_vals[k]);
   free(outs);
   free(resize);
   c.b = NULL; /* the builder is the region's */
@@ -603,7 +650,7 @@ tt_error *tt_program_build(const char *op_name, tt_lower_fn fn, tt_arg *args, in
     tt_val *grown = realloc(out_vals, sizeof *out_vals * (size_t)(n_vals + 1));
     if (!grown) abort();
     out_vals = grown;
-    out_vals[n_vals++] = tt_lc_check_word(c.b, c.check_flags, c.n_checks);
+    out_vals[n_vals++] = tt_lc_check_word(c.b, c.check_vals, c.n_checks);
     p->checks = c.checks;
     p->n_checks = c.n_checks;
     c.checks = NULL;

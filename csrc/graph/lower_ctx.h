@@ -14,6 +14,13 @@
 tt_error *tt_program_build(const char *op_name, tt_lower_fn fn, tt_arg *args, int nargs,
                            bool returns_written, tt_program **out);
 
+/* One device-side check inside a program: an i1 scalar, true when it
+ * failed, and the flat position and value (i64 scalars) of the first
+ * offending element (tt_lc_check_value, ops/lowering.h). */
+typedef struct {
+  tt_val bad, pos, value;
+} tt_check_vals;
+
 /* Fused regions lower many ops into one shared builder. The binding then
  * supplies the values of an op's parameters instead of declaring program
  * parameters: storages by their current value in the region, scalars and
@@ -23,14 +30,15 @@ typedef struct {
   void *self;
   tt_val (*storage_value)(void *self, tt_storage *s, tt_dtype dt, int64_t numel);
   tt_val (*param_value)(void *self, int param_index, tt_shape shape);
-  /* each device-side check's i1 scalar flag, in the op's check order (NULL:
-   * checks are dropped) */
-  void (*check)(void *self, tt_val bad);
+  /* each device-side check's values, in the op's check order (NULL: checks
+   * are dropped) */
+  void (*check)(void *self, const tt_check_vals *v);
 } tt_region_binding;
 
-/* The i32 error word of flags[0..n): the index of the first true flag, or
- * TT_CHECK_WORD_OK (graph/device_checks.h). */
-tt_val tt_lc_check_word(tt_builder *b, const tt_val *flags, int n);
+/* The error word (core/check_text.h), an i64[3] value, of checks[0..n): the
+ * number of the first failing check with its position and value, or
+ * TT_CHECK_WORD_OK. */
+tt_val tt_lc_check_word(tt_builder *b, const tt_check_vals *checks, int n);
 
 /* Lowers one op into b through bind. On success *out_vals (caller frees)
  * holds the values of the op's outputs in the order of its plan's outs. */

@@ -388,7 +388,7 @@ typedef struct {
   region_param *params;
   int n_params, cap_params;
   int op_value_base;
-  tt_val *check_flags; /* device-side checks, in recording order */
+  tt_check_vals *checks; /* device-side checks, in recording order */
   int n_checks, cap_checks;
 } replay_state;
 
@@ -413,10 +413,10 @@ static tt_val replay_param_value(void *self, int param_index, tt_shape shape) {
   return add_region_param(st, RPARAM_VALUE, st->op_value_base + param_index, shape);
 }
 
-static void replay_check(void *self, tt_val bad) {
+static void replay_check(void *self, const tt_check_vals *v) {
   replay_state *st = self;
-  GROW(st->check_flags, st->n_checks, st->cap_checks);
-  st->check_flags[st->n_checks++] = bad;
+  GROW(st->checks, st->n_checks, st->cap_checks);
+  st->checks[st->n_checks++] = *v;
 }
 
 /* The checks of the recorded ops, in order (the region key fixes them). */
@@ -558,7 +558,7 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
       if (rp->out_slots[o] == pp->index) tt_b_alias_param(st.b, i, o);
   }
   rp->n_checks = st.n_checks;
-  if (st.n_checks) outs[rp->n_outs] = tt_lc_check_word(st.b, st.check_flags, st.n_checks);
+  if (st.n_checks) outs[rp->n_outs] = tt_lc_check_word(st.b, st.checks, st.n_checks);
   err = tt_b_finish(st.b, outs, rp->n_outs + (st.n_checks > 0), &text);
   if (err) goto done;
   dump_region(text, R.n_ops);
@@ -579,7 +579,7 @@ done:
   tt_builder_free(st.b);
   free(st.slot_vals);
   free(st.params);
-  free(st.check_flags);
+  free(st.checks);
   free(outs);
   free(text);
   if (err) {

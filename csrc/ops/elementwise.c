@@ -206,7 +206,8 @@ static tt_val trunc_f(tt_builder *b, tt_val x) {
 static void check_int_divisor(tt_lower_ctx *c, tt_dtype dt, tt_val y) {
   if (tt_dtype_is_floating(dt) || tt_dtype_is_complex(dt) || dt == TT_BOOL || !tt_lc_checks_on(c)) return;
   tt_builder *b = tt_lc_builder(c);
-  tt_lc_check(c, cmp(b, "EQ", y, tt_full_like(b, y, 0)), TT_ERR_INVALID_ARGUMENT, "ZeroDivisionError");
+  tt_lc_check(c, cmp(b, "EQ", y, tt_full_like(b, y, 0)), TT_ERR_INVALID_ARGUMENT,
+              "ZeroDivisionError (the divisor is 0 at element {pos} of the result)");
 }
 
 static tt_error *div_impl(tt_lower_ctx *c, const char *mode) {

@@ -90,7 +90,7 @@ static tt_val adv_index_coords(tt_lower_ctx *c, const tt_tensor_ref *self, const
     tt_val v = tt_b_convert(b, tt_lc_list_tensor(c, 1, (int)p->indexed[q]), TT_I64);
     int64_t size = self->sizes[p->indexed[q]];
     char msg[160];
-    snprintf(msg, sizeof msg, "index out of bounds for dimension %d with size %" PRId64,
+    snprintf(msg, sizeof msg, "index {value} is out of bounds for dimension %d with size %" PRId64,
              (int)p->indexed[q], size);
     ix_check_range(c, v, -size, size, TT_ERR_INDEX, msg);
     v = ix_wrap_negative(b, v, self->sizes[p->indexed[q]]);
@@ -172,8 +172,8 @@ static tt_error *lower_take(tt_lower_ctx *c) {
   memcpy(idims, index->sizes, sizeof(int64_t) * (size_t)index->ndim);
   idims[index->ndim] = 1;
   char msg[160];
-  snprintf(msg, sizeof msg, "out of range: tried to access an index outside [-%" PRId64 ", %" PRId64
-           ") on a tensor of %" PRId64 " elements.", n, n, n);
+  snprintf(msg, sizeof msg, "out of range: tried to access index {value} on a tensor of %" PRId64
+           " elements.", n);
   ix_check_range(c, tt_lc_tensor(c, 1), -n, n, TT_ERR_INDEX, msg);
   tt_val idx = ix_wrap_negative(b, tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64), n);
   idx = tt_b_reshape(b, idx, index->ndim + 1, idims);
@@ -201,8 +201,8 @@ static tt_error *lower_put(tt_lower_ctx *c) {
   if (n == 0) return tt_lc_decline(c, "put into an empty tensor (torch raises)");
   tt_val flat = tt_b_reshape(b, x, 1, &n);
   char msg[160];
-  snprintf(msg, sizeof msg, "out of range: tried to access an index outside [-%" PRId64 ", %" PRId64
-           ") on a tensor of %" PRId64 " elements.", n, n, n);
+  snprintf(msg, sizeof msg, "out of range: tried to access index {value} on a tensor of %" PRId64
+           " elements.", n);
   ix_check_range(c, tt_lc_tensor(c, 1), -n, n, TT_ERR_INDEX, msg);
   tt_val idx = ix_wrap_negative(b, tt_b_reshape(b, tt_b_convert(b, tt_lc_tensor(c, 1), TT_I64), 1, &m), n);
   int64_t idims[2] = {m, 1}, zero = 0;

@@ -111,5 +111,14 @@ void ix_check_range(tt_lower_ctx *c, tt_val idx, int64_t lo, int64_t hi, tt_erro
   tt_shape s = tt_b_shape(b, idx);
   tt_val below = tt_b_compare(b, "LT", idx, tt_b_broadcast_to(b, tt_b_constant_int(b, TT_I64, lo), s.ndim, s.dims));
   tt_val above = tt_b_compare(b, "GE", idx, tt_b_broadcast_to(b, tt_b_constant_int(b, TT_I64, hi), s.ndim, s.dims));
-  tt_lc_check(c, tt_b_bin(b, TT_OP_OR, below, above), code, "%s", message);
+  /* the first offending element's position in the index, in its shape */
+  char where[96] = "";
+  size_t off = 0;
+  for (int k = 0; k < s.ndim && off < sizeof where; k++)
+    off += (size_t)snprintf(where + off, sizeof where - off, k ? "x%" PRId64 : "%" PRId64, s.dims[k]);
+  if (s.ndim)
+    tt_lc_check_value(c, tt_b_bin(b, TT_OP_OR, below, above), idx, code, "%s (element {pos@%s} of the index)",
+                      message, where);
+  else
+    tt_lc_check_value(c, tt_b_bin(b, TT_OP_OR, below, above), idx, code, "%s", message);
 }

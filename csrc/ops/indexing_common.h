@@ -20,9 +20,10 @@ tt_val ix_emit_scatter(tt_builder *b, tt_val operand, tt_val indices, tt_val upd
 tt_val ix_full_coords(tt_builder *b, tt_val index, int dim);
 bool ix_is_index_dtype(tt_dtype dt);
 tt_val ix_wrap_negative(tt_builder *b, tt_val idx, int64_t size);
-/* Device-side check (ops/lowering.h, tt_lc_check) that every element of
- * idx (any integer dtype) lies in [lo, hi); the failure raises `code` with
- * `message`. */
+/* Device-side check (ops/lowering.h, tt_lc_check_value) that every element
+ * of idx (any integer dtype) lies in [lo, hi); the failure raises `code`
+ * with `message` (which may name the offending index as "{value}") and
+ * the index element's position. */
 void ix_check_range(tt_lower_ctx *c, tt_val idx, int64_t lo, int64_t hi, tt_error_code code,
                     const char *message);
 int ix_window_dims_except(int nd, int64_t dim, int64_t *out);

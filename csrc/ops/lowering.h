@@ -107,6 +107,13 @@ tt_error *tt_lc_fail(tt_lower_ctx *c, tt_error_code code, const char *fmt, ...)
 bool tt_lc_checks_on(const tt_lower_ctx *c);
 void tt_lc_check(tt_lower_ctx *c, tt_val bad, tt_error_code code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same, also capturing the first offending element: its flat position
+ * in `bad` and the element of `value` there (an integer value of bad's
+ * shape, or TT_INVALID). The message may name them as "{value}", "{pos}"
+ * or "{pos@2x5}" (coordinates; core/check_text.h); the host fills them in
+ * when the check fails. Costs one min-reduction and a one-element slice. */
+void tt_lc_check_value(tt_lower_ctx *c, tt_val bad, tt_val value, tt_error_code code,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* --------------------------------------------------- registration */
 

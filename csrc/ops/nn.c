@@ -185,9 +185,9 @@ static tt_error *lower_embedding_bag(tt_lower_ctx *c) {
     tt_shape ks = tt_b_shape(b, i64);
     tt_val bad = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "LT", i64, tt_b_full(b, ks, 0)),
                           tt_b_compare(b, "GE", i64, tt_b_full(b, ks, (double)w->sizes[0])));
-    tt_lc_check(c, bad, TT_ERR_INVALID_ARGUMENT,
-                "an index of input takes a value which is not in the valid range [0, %" PRId64 ")",
-                w->sizes[0]);
+    tt_lc_check_value(c, bad, i64, TT_ERR_INVALID_ARGUMENT,
+                      "Index {pos} of input takes value {value} which is not in the valid range [0, %" PRId64 ")",
+                      w->sizes[0]);
   }
   tt_val offs = tt_b_convert(b, tt_lc_tensor(c, 2), TT_I64);
   tt_val o2b = bag_of(b, offs, K, nb);

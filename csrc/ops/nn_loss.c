@@ -166,9 +166,9 @@ static tt_error *nll_forward(tt_lower_ctx *c, bool is2d) {
     tt_shape ts = tt_b_shape(b, tv);
     tt_val out = tt_b_bin(b, TT_OP_OR, tt_b_compare(b, "LT", tv, tt_b_full(b, ts, 0)),
                           tt_b_compare(b, "GE", tv, tt_b_full(b, ts, (double)s.C)));
-    tt_lc_check(c, tt_b_bin(b, TT_OP_AND, out, s.keep), TT_ERR_INDEX,
-                "Target out of bounds (a target outside [0, %" PRId64 ") that is not ignore_index).",
-                s.C);
+    tt_lc_check_value(c, tt_b_bin(b, TT_OP_AND, out, s.keep), tv, TT_ERR_INDEX,
+                      "Target {value} is out of bounds. (target element {pos}: outside [0, %" PRId64
+                      ") and not ignore_index)", s.C);
   }
   int64_t reduction = tt_lc_int(c, 3, RED_MEAN);
   tt_val x = tt_b_convert(b, tt_lc_tensor(c, 0), s.acc);
@@ -534,7 +534,8 @@ static tt_error *mm_prepare(tt_lower_ctx *c, int si, mm_setup *m) {
   if (tt_lc_checks_on(c)) { /* device-side check: every target in [0, C) */
     tt_val lo = tt_b_compare(b, "LT", tv, tt_b_full(b, tt_shape_make(TT_I64, 2, d1), 0));
     tt_val hi = tt_b_compare(b, "GE", tv, tt_b_full(b, tt_shape_make(TT_I64, 2, d1), (double)m->C));
-    tt_lc_check(c, tt_b_bin(b, TT_OP_OR, lo, hi), TT_ERR_INVALID_ARGUMENT, "target out of range");
+    tt_lc_check_value(c, tt_b_bin(b, TT_OP_OR, lo, hi), tv, TT_ERR_INVALID_ARGUMENT,
+                      "target out of range (target {value} at element {pos}, not in [0, %" PRId64 "))", m->C);
   }
   tt_val cls = tt_b_iota(b, tt_shape_make(TT_I64, 2, d2), 1);
   m->onehot = tt_b_compare(b, "EQ", cls, tt_b_broadcast_to(b, tv, 2, d2));

@@ -57,8 +57,9 @@ static void check_dim_index(tt_lower_ctx *c, const tt_tensor_ref *self, int64_t 
   ix_check_range(c, tt_lc_tensor(c, 2), wraps ? -size : 0, size, code, msg);
 }
 
-#define RANGE_IN_SELF "index out of range in self"
-#define OUT_OF_BOUNDS "index out of bounds for dimension %d with size %" PRId64
+/* CPU's wordings, with the offending index ("{value}", ops/lowering.h) */
+#define RANGE_IN_SELF "index out of range in self: index {value} for dimension %d with size %" PRId64
+#define OUT_OF_BOUNDS "index {value} is out of bounds for dimension %d with size %" PRId64
 
 static tt_error *lower_index_select(tt_lower_ctx *c) {
   tt_builder *b = tt_lc_builder(c);

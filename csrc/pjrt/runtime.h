@@ -79,6 +79,10 @@ tt_error *tt_buffer_copy_to_device(tt_buffer *buf, int device, tt_buffer **out);
 
 /* Blocks until the buffer's defining computation finished. */
 tt_error *tt_buffer_await(tt_buffer *buf);
+/* Whether the buffer's defining computation finished (a failed one counts
+ * as ready: reading it reports the failure); never blocks. True where the
+ * plugin cannot tell (the read then waits). */
+bool tt_buffer_is_ready(tt_buffer *buf);
 
 /* Device bytes held by live buffers (all devices) and their peak: what a
  * program's memory use costs on the device, whatever the tensors say. */

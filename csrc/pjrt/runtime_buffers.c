@@ -263,6 +263,26 @@ tt_error *tt_buffer_await(tt_buffer *buf) {
   return tt_pjrt_await(api, r.event, TT_ERR_RUNTIME, "computing the buffer failed");
 }
 
+bool tt_buffer_is_ready(tt_buffer *buf) {
+  if (!buf) return true;
+  const PJRT_Api *api = buf->rt->api;
+  if (!TT_PJRT_HAS(api, PJRT_Event_IsReady)) return true;
+  PJRT_Buffer_ReadyEvent_Args r = {.struct_size = PJRT_Buffer_ReadyEvent_Args_SIZE,
+                                   .buffer = buf->buf};
+  PJRT_Error *e = api->PJRT_Buffer_ReadyEvent(&r);
+  if (e) {
+    tt_error_free(tt_pjrt_error(api, e, TT_ERR_RUNTIME, "PJRT_Buffer_ReadyEvent failed"));
+    return true;
+  }
+  PJRT_Event_IsReady_Args a = {.struct_size = PJRT_Event_IsReady_Args_SIZE, .event = r.event};
+  e = api->PJRT_Event_IsReady(&a);
+  bool ready = true;
+  if (e) tt_error_free(tt_pjrt_error(api, e, TT_ERR_RUNTIME, "PJRT_Event_IsReady failed"));
+  else ready = a.is_ready;
+  tt_pjrt_event_destroy(api, r.event);
+  return ready;
+}
+
 bool tt_buffer_note_donation(tt_buffer *buf) {
   const PJRT_Api *api = buf->rt->api;
   if (buf->donated || !TT_PJRT_HAS(api, PJRT_Buffer_IsDeleted)) return buf->donated;

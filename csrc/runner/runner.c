@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check_text.h"
 #include "pjrt/runtime.h"
 #include "runner/json.h"
 #include "runner/tensor_files.h"
@@ -606,12 +607,19 @@ static tt_error *run(ttr_model *m, const ttr_tensor *in, int n_in, ttr_outputs *
   }
   if (!err) err = tt_execute(pr->exe, 0, args, pr->n_params, outs, n_outs);
   if (!err && pr->n_checks) {
-    int32_t word = INT32_MAX;
-    err = tt_buffer_to_host(outs[pr->n_results], &word, sizeof word);
-    if (!err && word != INT32_MAX) {
-      int c = word >= 0 && word < pr->n_checks ? word : 0;
+    int64_t raw[3] = {TT_CHECK_WORD_OK, -1, 0}; /* core/check_text.h: i64[3], or i32 when older */
+    size_t nbytes = tt_buffer_nbytes(outs[pr->n_results]);
+    tt_check_word w;
+    if (nbytes > sizeof raw) err = tt_error_new(TT_ERR_RUNTIME, "a device-check word of %zu bytes", nbytes);
+    if (!err) err = tt_buffer_to_host(outs[pr->n_results], raw, nbytes);
+    if (!err && !tt_check_word_decode(raw, nbytes, &w))
+      err = tt_error_new(TT_ERR_RUNTIME, "a device-check word of %zu bytes", nbytes);
+    if (!err && w.check != TT_CHECK_WORD_OK) {
+      int c = w.check >= 0 && w.check < pr->n_checks ? (int)w.check : 0;
+      char *text = tt_check_text_fill(pr->checks[c].message, &w);
       err = tt_error_new(TT_ERR_INDEX, "%s: %s (a device-side check of the exported program)", pr->checks[c].op,
-                         pr->checks[c].message);
+                         text ? text : pr->checks[c].message);
+      free(text);
     }
   }
   if (!err) res->n = m->n_outputs;

@@ -42,12 +42,17 @@ CASES = [
 ]
 
 
-def _cpu_error(fn, idx):
+def _cpu_exception(fn, idx):
     try:
         fn(_x(), torch.tensor(idx))
-    except Exception as e:  # noqa: BLE001 - the type is what we compare
-        return type(e)
+    except Exception as e:  # noqa: BLE001 - the type and message are what we compare
+        return e
     return None
+
+
+def _cpu_error(fn, idx):
+    e = _cpu_exception(fn, idx)
+    return type(e) if e is not None else None
 
 
 def _tpu(fn, idx):
@@ -65,6 +70,87 @@ def test_out_of_range_raises_like_cpu(name, fn, bad, good):
     assert "device-side check" in str(info.value)
     # the device keeps working: the in-range call right after is correct
     torch.testing.assert_close(_tpu(fn, good), fn(_x(), torch.tensor(good)))
+
+
+@pytest.mark.parametrize("name,fn,bad,good", CASES, ids=[f"{c[0]}-{k}" for k, c in enumerate(CASES)])
+def test_message_has_cpu_wording_value_and_position(name, fn, bad, good):
+    # CPU's message (with the offending value where CPU names it) is part of
+    # ours; the value and the first offending element's position are named.
+    cpu = _cpu_exception(fn, bad)
+    with pytest.raises(type(cpu)) as info:
+        _tpu(fn, bad)
+    msg = str(info.value)
+    assert str(cpu).splitlines()[0] in msg, (str(cpu), msg)
+    value, pos = next((v, k) for k, v in enumerate(bad) if v not in good)
+    assert str(value) in msg
+    assert (f"element {pos}" in msg) or (f"Index {pos} of input" in msg), msg
+
+
+def test_exact_messages():
+    x = _x().to(DEV)
+    with pytest.raises(IndexError) as info:
+        x[torch.tensor([3, 4, 12, 13], device=DEV)].cpu()
+    assert "index.Tensor: index 12 is out of bounds for dimension 0 with size 10 (element 2 of the index)" \
+        in str(info.value)
+    with pytest.raises(IndexError) as info:  # a 2-d index names coordinates
+        x.reshape(2, 5)[torch.tensor([[0, 1], [1, 1]], device=DEV), torch.tensor([[1, 2], [7, 3]], device=DEV)].cpu()
+    assert "index 7 is out of bounds for dimension 1 with size 5 (element [1, 0] of the index)" in str(info.value)
+    with pytest.raises(IndexError) as info:  # embedding: CPU's words plus the id, flat position
+        F.embedding(torch.tensor([[1, 2], [99, 3]], device=DEV), x.reshape(5, 2)).cpu()
+    assert "index out of range in self: index 99 for dimension 0 with size 5 (element 2 of the index)" \
+        in str(info.value)
+    with pytest.raises(IndexError) as info:
+        F.cross_entropy(x.reshape(2, 5), torch.tensor([-100, 7], device=DEV)).cpu()
+    assert "Target 7 is out of bounds. (target element 1" in str(info.value)
+    with pytest.raises(RuntimeError) as info:
+        (torch.tensor([1, 2, 3], device=DEV) // torch.tensor([1, 0, 0], device=DEV)).cpu()
+    assert "ZeroDivisionError (the divisor is 0 at element 1" in str(info.value)
+
+
+def test_first_failing_check_of_a_region_wins():
+    # two failing ops before one wait: the first one recorded is raised
+    x = _x().to(DEV)
+    with pytest.raises(IndexError) as info:
+        a = x[torch.tensor([0, 21], device=DEV)]
+        b = x.index_select(0, torch.tensor([30], device=DEV))
+        (a.sum() + b.sum()).item()
+    assert "index 21 is out of bounds" in str(info.value)
+
+
+def test_many_pending_words_read_without_waiting():
+    # more launches than the pending bound: early words are read as they are
+    # done, and a failure among them is still raised at the next wait
+    with torch_tpu.eager_mode("strict"):
+        x = _x().to(DEV)
+        ok = torch.tensor([1], device=DEV)
+        if _process_debug():  # raised at the op
+            with pytest.raises(IndexError, match="index 15 is out of bounds"):
+                x[torch.tensor([15], device=DEV)]
+        else:
+            x[torch.tensor([15], device=DEV)]
+            for _ in range(150):
+                x[ok]
+            with pytest.raises(IndexError, match="index 15 is out of bounds"):
+                torch.tpu.synchronize()
+        assert _C._device_checks_pending() == 0
+        assert x[ok].item() == 1.0
+
+
+def test_backward_names_forward_op_and_line():
+    # a checked op on autograd's backward thread names the forward op and
+    # the line that recorded it (the index changed behind autograd's back)
+    x = torch.arange(10.0, device=DEV, requires_grad=True)
+    idx = torch.tensor([1, 3], device=DEV)
+    z = x.gather(0, idx)  # the forward line named
+    line = __import__("inspect").currentframe().f_lineno - 1
+    idx.data.copy_(torch.tensor([1, 12]))
+    with pytest.raises(RuntimeError) as info:
+        z.sum().backward()
+        torch.tpu.synchronize()
+    msg = str(info.value)
+    assert "index 12 is out of bounds for dimension 0 with size 10" in msg
+    assert "in the backward of aten::gather" in msg
+    assert f"test_device_checks.py:{line} in test_backward_names_forward_op_and_line" in msg
 
 
 def test_source_line_named():
@@ -139,9 +225,13 @@ def test_fused_surfaces_at_synchronize():
 def test_debug_raises_at_op():
     with torch_tpu.eager_mode("debug"):
         x = _x().to(DEV)
-        with pytest.raises(IndexError, match="index_select"):
+        with pytest.raises(IndexError, match="index_select") as info:
             x.index_select(0, torch.tensor([11], device=DEV))  # no host read
+        assert "index 11 for dimension 0 with size 10 (element 0 of the index)" in str(info.value)
+        assert _C._device_checks_pending() == 0
         assert x.index_select(0, torch.tensor([2], device=DEV)).item() == 2.0
+        with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+            F.nll_loss(x.reshape(2, 5), torch.tensor([0, 9], device=DEV))
 
 
 def test_training_step_with_error_then_recovers():
@@ -200,3 +290,23 @@ def test_region_from_persistent_cache_keeps_checks(tmp_path):
                            timeout=120).stdout for _ in range(2)]
     assert "RAISED True" in outs[0], outs[0]
     assert "RAISED True True" in outs[1], outs[1]
+
+
+@pytest.mark.parametrize("case", ["histc_inf_data", "histc_nan_max", "multinomial_neg", "multinomial_nan",
+                                  "multinomial_zero"])
+def test_host_checked_ops_raise_like_cpu(case):
+    # histc and multinomial keep PyTorch's own checks (they read their input
+    # on the host first); on tpu they raise CPU's type and message too
+    inf, nan = float("inf"), float("nan")
+    fn, data = {
+        "histc_inf_data": (lambda t: torch.histc(t, bins=4), [1.0, inf]),
+        "histc_nan_max": (lambda t: torch.histc(t, bins=4, min=0, max=nan), [1.0, 2.0]),
+        "multinomial_neg": (lambda t: torch.multinomial(t, 1), [0.5, -0.1]),
+        "multinomial_nan": (lambda t: torch.multinomial(t, 1), [0.5, nan]),
+        "multinomial_zero": (lambda t: torch.multinomial(t, 1), [0.0, 0.0]),
+    }[case]
+    with pytest.raises(RuntimeError) as cpu:
+        fn(torch.tensor(data))
+    with pytest.raises(RuntimeError) as tpu:
+        fn(torch.tensor(data, device=DEV)).cpu()
+    assert str(cpu.value).splitlines()[0] in str(tpu.value)
