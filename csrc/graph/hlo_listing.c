@@ -410,7 +410,11 @@ static reader unwrap_config(reader r) {
   field f;
   bool has_comps = false, has_inner = false;
   while (!at_end(&scan)) {
-    if (next_field(&scan, &f)) return r; /* malformed: listing() reports it */
+    tt_error *err = next_field(&scan, &f);
+    if (err) { /* malformed: listing() reports it */
+      tt_error_free(err);
+      return r;
+    }
     if (f.field == MODULE_COMPUTATIONS) has_comps = true;
     if (f.field == 1 && f.wire == WIRE_BYTES && !has_inner) {
       inner = sub_reader(&scan, &f);
