@@ -32,6 +32,7 @@ FLOORS = [
         "graph/arena.", "graph/grow.", "graph/key_buf.", "graph/core.", "graph/storage.",
         "graph/program.", "graph/program_serial.", "graph/persistent.", "graph/explain.",
         "graph/modes.", "graph/step_stats.", "graph/device_checks.", "graph/value_args.", "graph/view_layout.", "graph/dump.",
+        "graph/hlo_listing.",
         "dist/",
     ]),
     (4, "lowering context, ops", ["graph/lower_ctx.", "graph/view.", "ops/"]),

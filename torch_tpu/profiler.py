@@ -29,7 +29,14 @@ thread each, per OS thread):
 * `user`: `torch.profiler.record_function(...)` ranges (a RecordFunction
   callback registered while the profile runs);
 * `device memory`: a counter of the bytes of device buffers held, sampled
-  at each launch and copy.
+  at each launch and copy;
+* `collectives` (one per rank's thread): each torch.distributed collective
+  of the tpu backend, with its op, transport, rank, group size and bytes
+  per rank in its args. The compiled transport (ranks as threads of this
+  process): the rank's span from its arrival to its result; the launch
+  (by the last rank to arrive) and each device's run appear on `launch` and
+  `device N`. The host transport: the span with its phases nested in it
+  (`shape check (gloo)`, `stage to host`, `gloo <op>`, `copy back`).
 
 Inside `torch.profiler.profile()`, pass that profiler to
 `export_chrome_trace(path, torch_profiler=p)` (after it stopped): the file
@@ -52,7 +59,18 @@ from . import _C
 __all__ = ["profile"]
 
 
-_HOST_SPANS = ("region flush", "dispatch", "user")
+_HOST_SPANS = ("region flush", "dispatch", "user", "collectives")
+
+
+def collective_args(detail):
+    """A collective span's detail (`transport=host rank=0 group=2 bytes=64
+    tensor=float32[16]`) as a dict, numbers as ints; {} for a phase."""
+    out = {}
+    for item in detail.split():
+        k, sep, v = item.partition("=")
+        if sep:
+            out["group_size" if k == "group" else k] = int(v) if v.lstrip("-").isdigit() else v
+    return out
 
 
 class profile:
@@ -126,6 +144,8 @@ class profile:
                     label = "fused region: " + best[5].split(", ", 1)[-1]
                 elif best[0] == "dispatch":
                     label = "op " + best[1].replace("aten::", "")
+                elif best[0] == "collectives":
+                    label = "collective " + best[1]
                 else:
                     label = best[1]
             self.programs[prog] = label
@@ -170,6 +190,10 @@ class profile:
                             "tid": tids[key], "args": {"sort_index": tids[key]}})
             return tids[key]
 
+        ranks = {}  # a collectives track's thread -> its rank
+        for track, _n, _ts, _d, tid, detail in self._events:
+            if track == "collectives" and "rank=" in detail:
+                ranks.setdefault(tid, collective_args(detail).get("rank"))
         for track, name, ts, dur, tid, detail in self._events:
             if track == "device memory":
                 out.append({"ph": "C", "name": "device memory", "pid": pid, "ts": ts,
@@ -177,10 +201,18 @@ class profile:
                 continue
             if track == "device":
                 continue
-            label = track if not any(k[0] == track and k[1] != tid for k in tids) else f"{track} ({tid})"
+            if track == "collectives" and ranks.get(tid) is not None:
+                label = f"collectives rank {ranks[tid]}"
+            elif any(k[0] == track and k[1] != tid for k in tids):
+                label = f"{track} ({tid})"
+            else:
+                label = track
             ev = {"ph": "X", "name": name, "cat": track, "pid": pid,
                   "tid": thread(track, tid, label), "ts": ts, "dur": max(dur, 0.0)}
-            if detail:
+            if track == "collectives":
+                args = collective_args(detail)
+                ev["args"] = dict(args, op=name) if args else {"collective": detail}
+            elif detail:
                 ev["args"] = {"detail": detail}
             out.append(ev)
         for d in self.device_spans():
@@ -232,7 +264,7 @@ class profile:
 
     def summary(self, top=10):
         """Text: time per track, top programs by device time, compiles,
-        flush reasons, transfers (bytes, rate), user ranges."""
+        flush reasons, transfers (bytes, rate), collectives, user ranges."""
         by_track = defaultdict(lambda: [0, 0.0])
         compiles, flushes = [], defaultdict(int)
         xfer = defaultdict(lambda: [0, 0, 0.0])
@@ -281,6 +313,17 @@ class profile:
         for k, (n, b, us) in sorted(xfer.items()):
             rate = f", {b / us:.1f} MB/s" if us > 0 else ""
             lines.append(f"transfers {k}: {n}, {b} bytes{rate}")
+        colls = defaultdict(lambda: [0, 0, 0.0])
+        for e in self.events():
+            a = collective_args(e["detail"]) if e["track"] == "collectives" else {}
+            if a:
+                c = colls[(e["name"], a.get("transport", "?"))]
+                c[0] += 1
+                c[1] += a.get("bytes", 0)
+                c[2] += e["dur_us"]
+        for (op, transport), (n, b, us) in sorted(colls.items()):
+            lines.append(f"collective {op} ({transport} transport): {n} rank calls, {b} bytes, "
+                         f"{us / n / 1e3:.3f} ms mean")
         users = defaultdict(lambda: [0, 0.0])
         for e in self.events():
             if e["track"] == "user":

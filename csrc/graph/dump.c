@@ -9,13 +9,14 @@
 #include <time.h>
 
 #include "core/settings.h"
+#include "graph/hlo_listing.h"
 
 /* Manifest entries, in sequence order; guarded by lock. */
 typedef struct {
   int seq;
   double time; /* seconds since the epoch */
   char *kind, *name, *source;
-  char *files[3];
+  char *files[5]; /* module, options, key; the optimized HLO and its listing */
   int n_files;
 } entry;
 
@@ -71,19 +72,23 @@ static void warn_once(const char *path) {
   fprintf(stderr, "torch_tpu: TORCH_TPU_DUMP_DIR: cannot write %s; dumps are lost\n", path);
 }
 
-/* Writes DIR/name; returns false on an I/O error. Called under lock. */
-static bool write_file(const char *name, const char *text) {
+/* Writes n bytes to DIR/name; returns false on an I/O error. Called under lock. */
+static bool write_bytes(const char *name, const void *bytes, size_t n) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
+  FILE *f = fopen(path, "wb");
   if (!f) {
     warn_once(path);
     return false;
   }
-  bool ok = fputs(text ? text : "", f) >= 0;
+  bool ok = n == 0 || fwrite(bytes, 1, n, f) == n;
   ok = fclose(f) == 0 && ok;
   if (!ok) warn_once(path);
   return ok;
+}
+
+static bool write_file(const char *name, const char *text) {
+  return write_bytes(name, text ? text : "", text ? strlen(text) : 0);
 }
 
 static void json_string(FILE *f, const char *s) {
@@ -202,4 +207,51 @@ void tt_dump_fill_source(const char *line) {
     if (atomic_load(&enabled) > 0) write_manifest();
   }
   pthread_mutex_unlock(&lock);
+}
+
+/* The optimized program of a compile that tt_dump_compile numbered seq:
+ * the plugin's serialized HloModuleProto (.optimized.hlo.pb) and its
+ * listing (.optimized.txt); when the plugin does not expose it or the
+ * listing fails, the .txt says why. Added to seq's manifest entry. */
+void tt_dump_optimized(int seq, tt_executable *exe) {
+  if (seq < 0 || !exe || !tt_dump_enabled()) return;
+  void *proto = NULL;
+  size_t n = 0;
+  char format[32] = "", *listing = NULL, *note = NULL;
+  tt_hlo_listing_stats st = {0};
+  tt_error *err = tt_executable_optimized_program(exe, &proto, &n, format, sizeof format);
+  if (!err && format[0] && strcmp(format, "hlo") != 0 && strcmp(format, "hlo_with_config") != 0)
+    err = tt_error_new(TT_ERR_NOT_IMPLEMENTED, "the plugin's optimized program has format '%s', not 'hlo'",
+                       format);
+  if (!err) err = tt_hlo_listing(proto, n, &listing, &st);
+  if (err) {
+    const char *msg = tt_error_message(err);
+    size_t cap = strlen(msg) + 96;
+    if ((note = malloc(cap)))
+      snprintf(note, cap, "optimized HLO (format '%s') not listed: %s\n", format, msg);
+    tt_error_free(err);
+  }
+  pthread_mutex_lock(&lock);
+  entry *e = NULL;
+  for (int i = n_entries - 1; i >= 0 && !e; i--)
+    if (entries[i].seq == seq) e = &entries[i];
+  if (e && e->n_files >= 1) {
+    /* the module's file name less ".mlir" is the stem */
+    char stem[256], fname[300];
+    snprintf(stem, sizeof stem, "%s", e->files[0]);
+    char *dot = strrchr(stem, '.');
+    if (dot && strcmp(dot, ".mlir") == 0) *dot = 0;
+    if (proto) {
+      snprintf(fname, sizeof fname, "%s.optimized.hlo.pb", stem);
+      if (write_bytes(fname, proto, n) && e->n_files < 5) e->files[e->n_files++] = dup_str(fname);
+    }
+    snprintf(fname, sizeof fname, "%s.optimized.txt", stem);
+    if (write_file(fname, listing ? listing : note) && e->n_files < 5)
+      e->files[e->n_files++] = dup_str(fname);
+    write_manifest();
+  }
+  pthread_mutex_unlock(&lock);
+  free(proto);
+  free(listing);
+  free(note);
 }

@@ -438,11 +438,11 @@ static void region_program_free(void *ptr) {
 
 /* TORCH_TPU_DUMP_DIR: the region's module, options, and its ops (the key). */
 static tt_flush_reason dump_reason; /* of the flush under way; guarded by R.lock */
-static void dump_region(const char *text, int n_ops) {
-  if (!tt_dump_enabled()) return;
+static int dump_region(const char *text, int n_ops) {
+  if (!tt_dump_enabled()) return -1;
   size_t cap = 256 + (size_t)n_ops * 600, len = 0;
   char *key = malloc(cap), name[32];
-  if (!key) return;
+  if (!key) return -1;
   len += (size_t)snprintf(key, cap, "fused region of %d ops, keyed by each op's key in order:\n", n_ops);
   for (int i = 0; i < n_ops && len + 600 < cap; i++) {
     char sig[512];
@@ -454,8 +454,9 @@ static void dump_region(const char *text, int n_ops) {
   char options[160];
   snprintf(name, sizeof name, "%dops_%s", n_ops, why);
   snprintf(options, sizeof options, "optimization_level: 2\nportable: true\nmode: fused\nflush reason: %s\n", why);
-  tt_dump_compile("region", name, text, options, key);
+  int seq = tt_dump_compile("region", name, text, options, key);
   free(key);
+  return seq;
 }
 
 static void explain_region(void) {
@@ -561,9 +562,10 @@ static tt_error *build_region(const bool *is_output, const bool *donate, region_
   if (st.n_checks) outs[rp->n_outs] = tt_lc_check_word(st.b, st.checks, st.n_checks);
   err = tt_b_finish(st.b, outs, rp->n_outs + (st.n_checks > 0), &text);
   if (err) goto done;
-  dump_region(text, R.n_ops);
+  int dump_seq = dump_region(text, R.n_ops);
   err = compile_region_text(text, &exe);
   if (err) goto done;
+  tt_dump_optimized(dump_seq, exe);
   rp->text = text;
   text = NULL;
   rp->params = st.params;

@@ -30,7 +30,7 @@ static double now_seconds(void) {
 }
 
 /* TORCH_TPU_DUMP_DIR: the module, its options and what keys it. */
-static void dump_compile(const char *op_name, const tt_arg *args, int nargs, const char *text,
+static int dump_compile(const char *op_name, const tt_arg *args, int nargs, const char *text,
                          const tt_compile_options *opts) {
   char sig[1024], key[1400], options[256];
   tt_describe_args(args, nargs, sig, sizeof sig);
@@ -39,7 +39,7 @@ static void dump_compile(const char *op_name, const tt_arg *args, int nargs, con
   snprintf(options, sizeof options, "optimization_level: %d\nportable: %s\nmode: %s\n",
            opts->optimization_level, opts->portable ? "true" : "false",
            tt_get_synchronous() ? "debug" : "strict");
-  tt_dump_compile("op", op_name, text, options, key);
+  return tt_dump_compile("op", op_name, text, options, key);
 }
 
 static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,7 +60,7 @@ static tt_error *acquire_exe(tt_program *p, const char *op_name, const tt_arg *a
   if (!exe && !err) {
     double t0 = now_seconds();
     tt_compile_options opts = {tt_optimization_level(), true};
-    if (tt_dump_enabled()) dump_compile(op_name, args, nargs, p->text, &opts);
+    int dump_seq = tt_dump_enabled() ? dump_compile(op_name, args, nargs, p->text, &opts) : -1;
     double trace_t0 = tt_trace_now_us();
     err = tt_compile(tt_core_runtime(), p->text, strlen(p->text), &opts, &exe);
     if (tt_trace_on()) tt_trace_end("compile", op_name, trace_t0, "strict op, cache tier: compiled");
@@ -76,6 +76,7 @@ static tt_error *acquire_exe(tt_program *p, const char *op_name, const tt_arg *a
         if (tt_log_compiles_enabled()) log_compile(op_name, sig, p->compile_seconds);
         tt_explain_op_compile(op_name, sig);
       }
+      tt_dump_optimized(dump_seq, exe);
       tt_persistent_store(TT_PERSIST_OP, key, key_len, exe, NULL, 0);
       exe = tt_pool_install(&p->exe_slot, exe);
     }

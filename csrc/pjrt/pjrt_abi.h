@@ -501,6 +501,18 @@ typedef struct {
 TT_PJRT_STRUCT_SIZE(PJRT_Executable_OutputDimensions_Args, dim_sizes);
 typedef PJRT_Error *PJRT_Executable_OutputDimensions(PJRT_Executable_OutputDimensions_Args *args);
 
+/* The optimized program (after the plugin's passes) of an executable. Two
+ * calls: with program->code NULL the plugin sets code_size (and format);
+ * then with code pointing at code_size bytes it fills them. XLA's plugins
+ * give format "hlo": a serialized xla.HloModuleProto. */
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  PJRT_Executable *executable;
+  PJRT_Program *program; /* in/out: code, code_size, format, format_size */
+} PJRT_Executable_OptimizedProgram_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_Executable_OptimizedProgram_Args, program);
+typedef PJRT_Error *PJRT_Executable_OptimizedProgram(PJRT_Executable_OptimizedProgram_Args *args);
+
 typedef struct {
   TT_PJRT_ARGS_HEAD;
   const PJRT_Executable *executable;
@@ -740,7 +752,7 @@ typedef struct PJRT_Api {
   PJRT_Unused *PJRT_Executable_SizeOfGeneratedCodeInBytes;
   PJRT_Unused *PJRT_Executable_GetCostAnalysis;
   PJRT_Unused *PJRT_Executable_OutputMemoryKinds;
-  PJRT_Unused *PJRT_Executable_OptimizedProgram;
+  PJRT_Executable_OptimizedProgram *PJRT_Executable_OptimizedProgram;
   PJRT_Executable_Serialize *PJRT_Executable_Serialize;
 
   PJRT_LoadedExecutable_Destroy *PJRT_LoadedExecutable_Destroy;

@@ -163,4 +163,11 @@ tt_error *tt_executable_serialize(tt_executable *exe, void **bytes, size_t *size
 tt_error *tt_executable_deserialize(tt_runtime *rt, const void *bytes, size_t size,
                                     tt_executable **out);
 
+/* The executable's optimized program as the plugin's compiler left it
+ * (PJRT_Executable_OptimizedProgram): bytes malloc'd (caller frees), and
+ * its format ("hlo": a serialized xla.HloModuleProto) into format (may be
+ * NULL). TT_ERR_NOT_IMPLEMENTED when the plugin does not expose it. */
+tt_error *tt_executable_optimized_program(tt_executable *exe, void **bytes, size_t *size,
+                                          char *format, size_t format_cap);
+
 #endif

@@ -144,8 +144,10 @@ int tt_executable_num_devices(const tt_executable *exe) {
   return !exe ? 0 : exe->num_spmd_devices > 0 ? exe->num_spmd_devices : 1;
 }
 
+/* trace_t0 >= 0: the launch is traced; each device's run, from the launch to
+ * the return of its completion event's await, becomes a "device" span. */
 static tt_error *execute_spmd(tt_executable *exe, const int *devices, tt_buffer *const *args,
-                              int num_args, tt_buffer **outs, int num_outs) {
+                              int num_args, tt_buffer **outs, int num_outs, double trace_t0) {
   int n = exe->num_spmd_devices;
   if (n <= 0)
     return tt_error_new(TT_ERR_INVALID_ARGUMENT,
@@ -211,6 +213,16 @@ static tt_error *execute_spmd(tt_executable *exe, const int *devices, tt_buffer 
     for (int k = 0; k < n; k++) {
       if (!done[k]) continue;
       tt_error *e = tt_pjrt_await(api, done[k], TT_ERR_RUNTIME, "the multi-device program failed");
+      if (trace_t0 >= 0 && tt_trace_on()) {
+        /* awaited in turn: a device that finished before an earlier one
+         * shows as ending with it (the collective ends them together) */
+        char name[48], detail[64];
+        snprintf(name, sizeof name, "program #%lu", exe->trace_id);
+        snprintf(detail, sizeof detail, "device %d, %d-device program%s", exe->spmd_devices[k], n,
+                 e ? ", failed" : "");
+        tt_trace_add("device", name, trace_t0, tt_trace_now_us() - trace_t0,
+                     (unsigned long)exe->spmd_devices[k], detail);
+      }
       if (e && !err) err = e;
       else tt_error_free(e);
     }
@@ -251,12 +263,69 @@ tt_error *tt_execute_spmd(tt_executable *exe, const int *devices, tt_buffer *con
                           int num_args, tt_buffer **outs, int num_outs) {
   if (!exe || !devices || (num_args > 0 && !args) || (num_outs > 0 && !outs) || num_args < 0)
     return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_execute_spmd: bad arguments");
-  if (!tt_trace_on()) return execute_spmd(exe, devices, args, num_args, outs, num_outs);
+  if (!tt_trace_on()) return execute_spmd(exe, devices, args, num_args, outs, num_outs, -1);
   double t0 = tt_trace_now_us();
-  tt_error *err = execute_spmd(exe, devices, args, num_args, outs, num_outs);
-  char detail[64];
-  snprintf(detail, sizeof detail, "%d devices, %d inputs, %d outputs each",
-           exe->num_spmd_devices, num_args, num_outs);
+  tt_error *err = execute_spmd(exe, devices, args, num_args, outs, num_outs, t0);
+  char detail[96];
+  snprintf(detail, sizeof detail, "program #%lu, %d devices, %d inputs, %d outputs each",
+           exe->trace_id, exe->num_spmd_devices, num_args, num_outs);
   tt_trace_end("launch", err ? "launch (failed)" : "launch", t0, detail);
+  return err;
+}
+
+/* ------------------------------------------------------ optimized program */
+
+/* Largest optimized program we accept (a plugin reporting more is wrong). */
+#define TT_OPTIMIZED_PROGRAM_MAX ((size_t)1 << 31)
+
+tt_error *tt_executable_optimized_program(tt_executable *exe, void **bytes, size_t *size,
+                                          char *format, size_t format_cap) {
+  if (!exe || !bytes || !size)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_executable_optimized_program: NULL argument");
+  *bytes = NULL;
+  *size = 0;
+  if (format && format_cap) format[0] = 0;
+  const PJRT_Api *api = exe->rt->api;
+  if (!TT_PJRT_HAS(api, PJRT_Executable_OptimizedProgram))
+    return tt_error_new(TT_ERR_NOT_IMPLEMENTED, "the PJRT plugin does not expose optimized programs");
+  PJRT_LoadedExecutable_GetExecutable_Args g = {
+      .struct_size = PJRT_LoadedExecutable_GetExecutable_Args_SIZE, .loaded_executable = exe->exe};
+  TT_TRY(tt_pjrt_error(api, api->PJRT_LoadedExecutable_GetExecutable(&g), TT_ERR_RUNTIME,
+                       "PJRT_LoadedExecutable_GetExecutable failed"));
+  PJRT_Program prog = {.struct_size = PJRT_Program_SIZE};
+  PJRT_Executable_OptimizedProgram_Args a = {
+      .struct_size = PJRT_Executable_OptimizedProgram_Args_SIZE, .executable = g.executable,
+      .program = &prog};
+  /* First call: the size; second: the bytes into our buffer. */
+  tt_error *err = tt_pjrt_error(api, api->PJRT_Executable_OptimizedProgram(&a), TT_ERR_RUNTIME,
+                                "PJRT_Executable_OptimizedProgram (size) failed");
+  char *code = NULL;
+  if (!err && (prog.code_size == 0 || prog.code_size > TT_OPTIMIZED_PROGRAM_MAX))
+    err = tt_error_new(TT_ERR_RUNTIME, "the plugin reported an optimized program of %zu bytes",
+                       prog.code_size);
+  if (!err && !(code = malloc(prog.code_size))) err = oom();
+  size_t want = prog.code_size;
+  if (!err) {
+    prog.code = code;
+    err = tt_pjrt_error(api, api->PJRT_Executable_OptimizedProgram(&a), TT_ERR_RUNTIME,
+                        "PJRT_Executable_OptimizedProgram (bytes) failed");
+  }
+  if (!err && prog.code_size != want)
+    err = tt_error_new(TT_ERR_RUNTIME, "the optimized program changed size between calls (%zu, then %zu bytes)",
+                       want, prog.code_size);
+  if (!err) {
+    if (format && format_cap) {
+      size_t n = prog.format && prog.format_size < format_cap ? prog.format_size : 0;
+      if (n) memcpy(format, prog.format, n);
+      format[n] = 0;
+    }
+    *bytes = code;
+    *size = want;
+    code = NULL;
+  }
+  free(code);
+  PJRT_Executable_Destroy_Args d = {.struct_size = PJRT_Executable_Destroy_Args_SIZE,
+                                    .executable = g.executable};
+  tt_error_free(tt_pjrt_error(api, api->PJRT_Executable_Destroy(&d), TT_ERR_RUNTIME, "destroy"));
   return err;
 }

@@ -17,6 +17,12 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
+#include <cstdio>
+#include <string>
+
+extern "C" {
+#include "core/trace.h"
+}
 
 namespace torch_tpu {
 namespace {
@@ -72,6 +78,46 @@ std::vector<at::Tensor> hosts(const std::vector<Staged>& v) {
   for (const auto& s : v) out.push_back(s.host);
   return out;
 }
+
+// torch_tpu.profiler: a collective's span on the calling thread's
+// "collectives" track (op, rank, group size, bytes per rank, the tensor),
+// with its phases nested in it: "shape check (gloo)" (the fingerprint
+// handshake), "stage to host", "gloo <op>", "copy back". Off, the
+// constructor's one atomic load is the whole cost.
+class CollTrace {
+ public:
+  explicit CollTrace(const char* op) : op_(op) {
+    if (tt_trace_on()) t0_ = p0_ = tt_trace_now_us();
+  }
+  // Ends the phase that began at the previous mark (or the start).
+  void phase(const char* name) {
+    if (t0_ < 0) return;
+    if (tt_trace_on()) tt_trace_end("collectives", name, p0_, op_);
+    p0_ = tt_trace_now_us();
+  }
+  void gloo() {
+    if (t0_ >= 0) phase(("gloo " + std::string(op_)).c_str());
+  }
+  void done(int rank, int size, const std::vector<at::Tensor>& ins) {
+    if (t0_ < 0 || !tt_trace_on()) return;
+    int64_t bytes = 0;
+    for (const auto& t : ins) bytes += static_cast<int64_t>(t.numel() * t.element_size());
+    std::string shape = "none";
+    if (!ins.empty()) {
+      shape = std::string(c10::toString(ins[0].scalar_type())) + "[";
+      for (int64_t d = 0; d < ins[0].dim(); d++) shape += (d ? "," : "") + std::to_string(ins[0].size(d));
+      shape += "]";
+    }
+    char detail[160];
+    snprintf(detail, sizeof detail, "transport=host rank=%d group=%d bytes=%lld tensor=%s", rank, size,
+             static_cast<long long>(bytes), shape.c_str());
+    tt_trace_end("collectives", op_, t0_, detail);
+  }
+
+ private:
+  const char* op_;
+  double t0_ = -1, p0_ = -1;
+};
 
 // AVG is not a gloo reduction: it runs as SUM and divides by the group size
 // (integers: truncating division, as NCCL's average does).
@@ -150,28 +196,40 @@ class TpuHostBackend : public c10d::Backend {
 
   WorkPtr broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
     TORCH_CHECK(!tensors.empty(), "tpu backend: broadcast of no tensors");
+    CollTrace tr("broadcast");
     check_same("broadcast", tensors[0]);
+    tr.phase("shape check (gloo)");
     std::vector<Staged> s;
     for (auto& t : tensors) s.push_back(stage_in(t));
     auto h = hosts(s);
+    tr.phase("stage to host");
     wait_inner(inner_->broadcast(h, opts));
+    tr.gloo();
     for (auto& x : s) write_back(x);
+    tr.phase("copy back");
+    tr.done(rank_, size_, tensors);
     return completed(tensors);
   }
 
   WorkPtr allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override {
     TORCH_CHECK(!tensors.empty(), "tpu backend: allreduce of no tensors");
     c10d::AllreduceOptions o = opts;
+    CollTrace tr("all_reduce");
     check_same("all_reduce", tensors[0], static_cast<int64_t>(opts.reduceOp.op_));
+    tr.phase("shape check (gloo)");
     bool avg = take_avg(o.reduceOp, tensors[0]);
     std::vector<Staged> s;
     for (auto& t : tensors) s.push_back(stage_in(t));
     auto h = hosts(s);
+    tr.phase("stage to host");
     wait_inner(inner_->allreduce(h, o));
+    tr.gloo();
     for (auto& x : s) {
       if (avg) divide(x.host, size_);
       write_back(x);
     }
+    tr.phase("copy back");
+    tr.done(rank_, size_, tensors);
     return completed(tensors);
   }
 
@@ -206,7 +264,7 @@ class TpuHostBackend : public c10d::Backend {
   // through host memory, run the inner collective, copy results back.
   template <typename Run>
   WorkPtr staged_lists(std::vector<std::vector<at::Tensor>>& outputs,
-                       std::vector<at::Tensor>& inputs, Run run) {
+                       std::vector<at::Tensor>& inputs, Run run, CollTrace& tr) {
     std::vector<Staged> in;
     for (auto& t : inputs) in.push_back(stage_in(t));
     std::vector<std::vector<Staged>> out(outputs.size());
@@ -216,13 +274,17 @@ class TpuHostBackend : public c10d::Backend {
       out_h[i] = hosts(out[i]);
     }
     auto in_h = hosts(in);
+    tr.phase("stage to host");
     wait_inner(run(out_h, in_h));
+    tr.gloo();
     std::vector<at::Tensor> result;
     for (auto& list : out)
       for (auto& x : list) {
         write_back(x);
         result.push_back(x.user);
       }
+    tr.phase("copy back");
+    tr.done(rank_, size_, inputs);
     return completed(result);
   }
 
@@ -231,23 +293,31 @@ class TpuHostBackend : public c10d::Backend {
     TORCH_CHECK(outputs.size() == inputs.size(),
                 "tpu backend: allgather needs one output list per input tensor");
     TORCH_CHECK(!inputs.empty(), "tpu backend: allgather of no tensors");
+    CollTrace tr("all_gather");
     check_same("all_gather", inputs[0]);
+    tr.phase("shape check (gloo)");
     return staged_lists(outputs, inputs, [&](std::vector<std::vector<at::Tensor>>& o,
                                              std::vector<at::Tensor>& i) {
       return inner_->allgather(o, i, opts);
-    });
+    }, tr);
   }
 
   WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
                           const c10d::AllgatherOptions& opts) override {
+    CollTrace tr("all_gather_into_tensor");
     check_same("all_gather_into_tensor", input);
+    tr.phase("shape check (gloo)");
     TORCH_CHECK(output.numel() == input.numel() * size_,
                 "tpu backend: all_gather_into_tensor: output has ", output.numel(),
                 " elements, expected ", input.numel() * size_, " (input times world size)");
     Staged in = stage_in(input);
     Staged out = stage_out(output);
+    tr.phase("stage to host");
     wait_inner(inner_->_allgather_base(out.host, in.host, opts));
+    tr.gloo();
     write_back(out);
+    tr.phase("copy back");
+    tr.done(rank_, size_, {input});
     return completed({output});
   }
 
@@ -277,10 +347,11 @@ class TpuHostBackend : public c10d::Backend {
 
   WorkPtr gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                  const c10d::GatherOptions& opts) override {
+    CollTrace tr("gather");
     return staged_lists(outputs, inputs, [&](std::vector<std::vector<at::Tensor>>& o,
                                              std::vector<at::Tensor>& i) {
       return inner_->gather(o, i, opts);
-    });
+    }, tr);
   }
 
   WorkPtr scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
@@ -321,16 +392,22 @@ class TpuHostBackend : public c10d::Backend {
   WorkPtr _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                const c10d::ReduceScatterOptions& opts) override {
     c10d::ReduceScatterOptions o = opts;
+    CollTrace tr("reduce_scatter_tensor");
     check_same("reduce_scatter_tensor", input, static_cast<int64_t>(opts.reduceOp.op_));
+    tr.phase("shape check (gloo)");
     TORCH_CHECK(input.numel() == output.numel() * size_,
                 "tpu backend: reduce_scatter_tensor: input has ", input.numel(),
                 " elements, expected ", output.numel() * size_, " (output times world size)");
     bool avg = take_avg(o.reduceOp, output);
     Staged in = stage_in(input);
     Staged out = stage_out(output);
+    tr.phase("stage to host");
     wait_inner(inner_->_reduce_scatter_base(out.host, in.host, o));
+    tr.gloo();
     if (avg) divide(out.host, size_);
     write_back(out);
+    tr.phase("copy back");
+    tr.done(rank_, size_, {input});
     return completed({output});
   }
 

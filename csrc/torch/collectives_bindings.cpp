@@ -11,13 +11,16 @@
 
 #include <Python.h>
 
+#include <cstdio>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "torch/bridge.h"
 
 extern "C" {
+#include "core/trace.h"
 #include "dist/collectives.h"
 #include "graph/core.h"
 }
@@ -35,6 +38,9 @@ at::Tensor coll_run(const CollGroup& grp, int kind, int reduce, const std::vecto
                     const at::Tensor& t, double timeout_s) {
   TORCH_CHECK(kind >= 0 && kind < TT_COLL_COUNT, "compiled collectives: unknown collective ", kind);
   const char* name = tt_coll_kind_name(static_cast<tt_coll_kind>(kind));
+  // torch_tpu.profiler: the rank's span, arrival to result (the wait for the
+  // other ranks included), on its own thread's "collectives" track
+  double trace_t0 = tt_trace_on() ? tt_trace_now_us() : -1;
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, name,
               ": compiled collectives take tpu tensors, got one on ", t.device());
   TORCH_CHECK(t.dim() <= TT_MAX_DIMS, name, ": tensors of more than ", TT_MAX_DIMS,
@@ -72,6 +78,16 @@ at::Tensor coll_run(const CollGroup& grp, int kind, int reduce, const std::vecto
                       &out, out_dims);
   }
   tt_buffer_release(buf);
+  if (trace_t0 >= 0 && tt_trace_on()) {
+    std::string shape = std::string(c10::toString(t.scalar_type())) + "[";
+    for (size_t i = 0; i < dims.size(); i++) shape += (i ? "," : "") + std::to_string(dims[i]);
+    shape += "]";
+    char detail[160];
+    snprintf(detail, sizeof detail, "transport=compiled rank=%d group=%zu bytes=%lld tensor=%s%s",
+             rank, grp.devices.size(), static_cast<long long>(c.numel() * c.element_size()),
+             shape.c_str(), err ? " failed=1" : "");
+    tt_trace_end("collectives", name, trace_t0, detail);
+  }
   raise_if_error(err);
   return wrap_buffer(out, dt, static_cast<int>(dims.size()), out_dims,
                      static_cast<c10::DeviceIndex>(device));

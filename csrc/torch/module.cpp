@@ -11,6 +11,7 @@ extern "C" {
 #include "graph/device_checks.h"
 #include "graph/execute.h"
 #include "graph/dump.h"
+#include "graph/hlo_listing.h"
 #include "graph/explain.h"
 #include "graph/persistent.h"
 #include "graph/region.h"
@@ -205,6 +206,15 @@ PYBIND11_MODULE(_C, m) {
     return tt_dump_note(kind.c_str(), name.c_str(), ext.c_str(), text.c_str());
   });
   m.def("_dump_fill_source", [](const std::string& line) { tt_dump_fill_source(line.c_str()); });
+  m.def("_hlo_listing", [](const py::bytes& proto) {  // an HloModuleProto's listing, and its counts
+    std::string b = proto;
+    char* text = nullptr;
+    tt_hlo_listing_stats st = {};
+    raise_if_error(tt_hlo_listing(b.data(), b.size(), &text, &st));
+    std::string out(text);
+    free(text);
+    return py::make_tuple(out, st.computations, st.instructions, st.fusions);
+  });
   m.def("_reset_accumulated_memory_stats", [](int d) { tt_memory_reset_accumulated(d); });
   m.def("_device_memory", [](int d) {
     ensure_initialized();

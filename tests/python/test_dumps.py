@@ -37,6 +37,27 @@ def read(tmp_path, name):
     return (tmp_path / "dump" / name).read_text()
 
 
+def optimized(tmp_path, e, ops):
+    """The entry's optimized HLO: a non-empty HloModuleProto beside the
+    module, whose listing (ours, from graph/hlo_listing.c) names fusions and
+    each of ops; the listing is what decoding the .pb again gives."""
+    pb = [f for f in e["files"] if f.endswith(".optimized.hlo.pb")]
+    txt = [f for f in e["files"] if f.endswith(".optimized.txt")]
+    assert len(pb) == 1 and len(txt) == 1, e["files"]
+    assert pb[0] == e["files"][0][:-len(".mlir")] + ".optimized.hlo.pb"
+    proto = (tmp_path / "dump" / pb[0]).read_bytes()
+    assert len(proto) > 0
+    listing = read(tmp_path, txt[0])
+    assert listing.startswith("HloModule ") and "(entry):" in listing, listing[:500]
+    for op in ops:
+        assert f" {op}(" in listing, (op, listing)
+    from torch_tpu import _C
+    again, n_comp, n_instr, n_fusions = _C._hlo_listing(proto)
+    assert again == listing
+    assert n_comp >= 1 and n_instr >= 1
+    return listing, n_fusions
+
+
 def test_strict_op(tmp_path):
     run(tmp_path, """
         import torch, torch_tpu
@@ -52,13 +73,27 @@ def test_strict_op(tmp_path):
     assert len(mm) == 1, entries
     e = mm[0]
     assert "user_script.py:4" in e["source"] and "LINE_MM" in e["source"]
-    mlir, opts, key = e["files"]
+    mlir, opts, key = e["files"][:3]
     assert mlir.endswith(".mlir") and "stablehlo.dot_general" in read(tmp_path, mlir)
     assert "func.func public @main" in read(tmp_path, mlir)
     assert "optimization_level:" in read(tmp_path, opts) and "mode: strict" in read(tmp_path, opts)
     k = read(tmp_path, key)
     # x and its transposed view x.t(): shapes and strides are in the key
     assert "op: mm" in k and "float32[4,8]; float32[8,4] strides(1,8)" in k
+    listing, _ = optimized(tmp_path, e, ["dot"])
+    assert "f32[4,4]" in listing  # the result's shape
+
+
+def test_strict_elementwise_fuses(tmp_path):
+    run(tmp_path, """
+        import torch, torch_tpu
+        x = torch.ones(64, device="tpu")
+        print(torch.addcmul(x, x, x, value=2.0).cpu()[:2])
+    """, "strict")
+    e = [e for e in manifest(tmp_path) if e["kind"] == "op" and e["name"].startswith("addcmul")]
+    assert len(e) == 1
+    listing, n_fusions = optimized(tmp_path, e[0], ["fusion", "multiply", "add"])
+    assert n_fusions >= 1 and "(fusion):" in listing and ", kind=k" in listing
 
 
 def test_fused_step(tmp_path):
@@ -85,6 +120,8 @@ def test_fused_step(tmp_path):
     assert len([ln for ln in key.splitlines()[1:] if ln]) == n_ops
     assert "mode: fused" in read(tmp_path, r["files"][1])
     assert all("user_script.py" in e["source"] for e in regions), regions
+    listing, n_fusions = optimized(tmp_path, r, ["fusion", "dot"])
+    assert n_fusions >= 1
 
 
 def test_compiled_graph(tmp_path):
@@ -104,6 +141,8 @@ def test_compiled_graph(tmp_path):
     graphs = [e for e in entries if e["kind"] == "region" and e["name"].endswith("_capture")]
     assert any("stablehlo.dot_general" in read(tmp_path, e["files"][0]) for e in graphs), entries
     assert all("flush reason: capture" in read(tmp_path, e["files"][1]) for e in graphs)
+    listings = [optimized(tmp_path, e, [])[0] for e in graphs]
+    assert any(" fusion(" in t for t in listings) and any(" dot(" in t for t in listings)
     before = read(tmp_path, entries[kinds.index("fx_dynamo")]["files"][0])
     after = read(tmp_path, entries[kinds.index("fx_aot_forward")]["files"][0])
     assert "# input 0:" in before and "torch.ops.aten" in after
@@ -116,3 +155,37 @@ def test_no_dump_dir_writes_nothing(tmp_path):
         print((torch.ones(3, device="tpu") + 1).cpu())
     """, "strict", dump=False)
     assert not (tmp_path / "dump").exists()
+
+
+def test_listing_rejects_malformed_bytes():
+    """The decoder bounds every read: truncations, lengths past the end,
+    bad wire types and random bytes raise with a message, never crash."""
+    import random
+    import pytest
+    from torch_tpu import _C
+    good_comp = b"\x0a\x04main" + b"\x12\x0e" + b"\x0a\x01x\x12\x09parameter"
+    module = b"\x0a\x01m" + b"\x1a" + bytes([len(good_comp)]) + good_comp
+    text, n_comp, n_instr, n_fusions = _C._hlo_listing(module)
+    assert "computation main" in text and "%x = parameter(0)" in text
+    assert (n_comp, n_instr, n_fusions) == (1, 1, 0)
+    bad = [
+        b"", b"\x0a", b"\x0a\x05ab",  # truncated key / string
+        b"\x1a\xff\xff\xff\xff\x0f",  # a length far past the end
+        b"\x0b\x00",  # wire type 3 (a group)
+        b"\x00\x01",  # field number 0
+        b"\x08" + b"\xff" * 11,  # a varint over 10 bytes
+        module[:-3],  # cut inside an instruction
+    ]
+    for b in bad:
+        with pytest.raises(RuntimeError, match="HloModuleProto|NULL"):
+            _C._hlo_listing(b)
+    rng = random.Random(0)
+    for _ in range(2000):  # random and mutated inputs: an error or a listing, no crash
+        b = bytearray(module)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        for cand in (bytes(b), bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))):
+            try:
+                _C._hlo_listing(cand)
+            except RuntimeError as e:
+                assert "HloModuleProto" in str(e)
