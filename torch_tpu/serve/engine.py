@@ -275,8 +275,10 @@ class Engine:
             if n <= 0:
                 continue
             while not self._grow(seq, seq.num_computed + n):
-                victims = [s for s in self.running if s is not seq]
-                victim = max(victims, key=lambda s: s.order) if victims else seq
+                # the youngest running sequence gives way, the needing one
+                # included: the oldest always progresses (two sequences
+                # preempting each other in turn would livelock)
+                victim = max(self.running, key=lambda s: s.order)
                 for item in batch:
                     if item[0] is victim:
                         budget += item[1]
