@@ -266,8 +266,9 @@ def test_http_disagg_greedy_matches_reference(cluster):
         assert _metric(u, "tpu_serve_kv_blocks_used") == 0 and _metric(u, "tpu_serve_running") == 0
 
 
-def _stream(url, prompt, max_tokens):
-    """(text, error message or None) of one streamed completion."""
+def _stream(url, prompt, max_tokens, started=None):
+    """(text, error message or None) of one streamed completion; `started`
+    (a threading.Event) is set at its first token."""
     text, err = "", None
     with httpx.stream("POST", url + "/v1/completions", timeout=60, json={
             "prompt": prompt, "max_tokens": max_tokens, "stream": True, "temperature": 0,
@@ -282,6 +283,8 @@ def _stream(url, prompt, max_tokens):
                 err = d["error"]["message"]
             else:
                 text += d["choices"][0]["text"]
+                if started is not None:
+                    started.set()
     return text, err
 
 
@@ -317,14 +320,15 @@ def test_prefill_backend_killed_mid_load_fails_over(cluster):
 
 def test_decode_backend_killed_mid_load_ends_clearly(cluster):
     url, client, procs, urls, model, tok = cluster
-    prompts = [f"stream {i}: install the wheel" for i in range(6)]
+    import threading
+    prompts = [f"{i} the" for i in range(6)]
+    started = threading.Event()
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
-        futs = [pool.submit(_stream, url, p, 40) for p in prompts]
-        deadline = time.monotonic() + 20   # kill D once streams are decoding on it
-        while time.monotonic() < deadline and _router_backends(url)[urls["D"]]["in_flight"] < 3:
-            time.sleep(0.02)
-        time.sleep(0.2)
+        # 48 tokens each (the context is 64), 4 decoding at a time: D is killed
+        # at the first streamed token, with most of the load still to come
+        futs = [pool.submit(_stream, url, p, 48, started) for p in prompts]
+        assert started.wait(30)
         procs["D"].kill()
         results = [f.result(timeout=60) for f in futs]     # none hangs
     assert time.monotonic() - t0 < 60
