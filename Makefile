@@ -162,7 +162,8 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_export.py \
             --ignore=tests/python/test_serve_engine.py \
             --ignore=tests/python/test_serve_server.py \
-            --ignore=tests/python/test_serve_router.py
+            --ignore=tests/python/test_serve_router.py \
+            --ignore=tests/python/test_serve_disagg.py
 
 # Debug is Strict's lowerings and programs plus a wait after every launch and
 # a Python dispatch mode, so rerunning every op test in Debug repeats what

@@ -24,6 +24,9 @@ def parse_args(argv=None):
     ap.add_argument("--no-prefix-cache", action="store_true")
     ap.add_argument("--quantization", default=None, choices=["int8"],
                     help="int8: weight-only int8 linear layers, one scale per output channel")
+    ap.add_argument("--role", default="both", choices=["both", "prefill", "decode"],
+                    help="prefill/decode disaggregation: prefill serves only /internal/prefill, decode only "
+                         "/internal/decode (the router pairs them); both serves everything")
     ap.add_argument("--log-level", default="warning")
     return ap.parse_args(argv)
 
@@ -50,8 +53,8 @@ def main(argv=None):
                        quantization=a.quantization)
     engine = Engine(model, cfg)
     del model
-    app = build_app(engine, tok, a.served_model_name or a.model)
-    print(f"torch_tpu.serve: {a.model} on {a.device}, http://{a.host}:{a.port}/v1", flush=True)
+    app = build_app(engine, tok, a.served_model_name or a.model, role=a.role)
+    print(f"torch_tpu.serve: {a.model} on {a.device}, role {a.role}, http://{a.host}:{a.port}/v1", flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level=a.log_level)
 
 

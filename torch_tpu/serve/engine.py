@@ -17,6 +17,14 @@ Every `step()`:
 4. samples on the host for sequences whose tokens are all computed, appends
    the token, finishes sequences (length, EOS, stop tokens) and frees their
    blocks; full blocks enter the prefix tree.
+
+Prefill/decode disaggregation: `add_prefill` runs a prompt only (chunked
+prefill as usual), samples the first token of each choice, and hands back
+the prompt's keys and values (`StepOutput.kv`) instead of decoding on; its
+blocks are released (full ones stay in the prefix tree). `add_imported`
+takes such keys and values: when admitted, the sequence gets blocks, the
+keys and values are written into them, and it decodes from the first token
+on as any running sequence (preempted, it is recomputed like the others).
 """
 import collections
 import dataclasses
@@ -26,7 +34,7 @@ import time
 
 import torch
 
-from . import kv_cache
+from . import kv_cache, kv_transfer
 from .models import PagedCausalLM
 from .sampling import SamplingParams, make_generator, sample
 
@@ -72,6 +80,7 @@ class StepOutput:
     finish_reason: str        # None, "length", "stop"
     num_prompt_tokens: int
     num_cached_tokens: int
+    kv: object = None         # add_prefill's result: (keys, values, prompt, choices) for kv_transfer.pack
 
 
 class Sequence:
@@ -88,6 +97,8 @@ class Sequence:
         self.num_cached = 0
         self.order = next(self._ids)
         self.arrival = time.monotonic()
+        self.prefill_choices = None   # add_prefill: [(params, generator)] sampled from the prompt's logits
+        self.imported = None          # add_imported: (keys, values) still to be written
 
     @property
     def num_generated(self):
@@ -125,6 +136,7 @@ class Engine:
         self.waiting = collections.deque()
         self.running = []
         self.inbox = collections.deque()
+        self.pending = []      # outputs known before any step (an imported sequence's first token)
         self._lock = threading.Lock()
         self.shapes = collections.Counter()   # (B, L, NB) -> steps run
         self.num_steps = 0
@@ -136,6 +148,52 @@ class Engine:
     def add_request(self, request_id, prompt_ids, params=None):
         params = params or SamplingParams()
         params.validate()
+        prompt = self._check_prompt(prompt_ids)
+        with self._lock:
+            self.inbox.append(("add", Sequence(request_id, prompt, params)))
+
+    def add_prefill(self, request_id, prompt_ids, params_list):
+        """Prefill only: computes the prompt, samples the first token of each
+        choice (`params_list[i]` with its own generator), and finishes with
+        `StepOutput.kv` = (keys, values, prompt, choices) for
+        `kv_transfer.pack`; the sequence's blocks are then released."""
+        params_list = [p or SamplingParams() for p in params_list]
+        if not params_list:
+            raise ValueError("add_prefill needs the sampling parameters of at least one choice")
+        for p in params_list:
+            p.validate()
+        prompt = self._check_prompt(prompt_ids)
+        seq = Sequence(request_id, prompt, params_list[0])
+        seq.prefill_choices = [(p, make_generator(p.seed)) for p in params_list]
+        with self._lock:
+            self.inbox.append(("add", seq))
+
+    def add_imported(self, request_id, payload, choice, params):
+        """Continues choice `choice` of a `kv_transfer.KVPayload` prefilled
+        elsewhere: its first token is emitted at once, and decoding goes on
+        from it over the imported keys and values with `params` and the
+        choice's generator state."""
+        params.validate()
+        m = self.model
+        kv_transfer.check_model(payload, m.n_layers, m.n_kv, m.head_dim, m.dtype, m.vocab_size)
+        prompt = self._check_prompt(payload.prompt)
+        if not 0 <= choice < len(payload.choices):
+            raise ValueError(f"the KV payload has {len(payload.choices)} choices; choice {choice} was asked for")
+        c = payload.choices[choice]
+        seq = Sequence(request_id, prompt, params)
+        try:
+            seq.generator.set_state(c["generator_state"])
+        except RuntimeError as e:
+            raise ValueError(f"the KV payload's generator state for choice {choice} is not valid: {e}") from None
+        seq.tokens.append(c["token"])
+        seq.imported = (payload.keys, payload.values)
+        reason = self._finish_reason(seq, c["token"])
+        out = StepOutput(request_id, c["token"], c["logprob"], list(c["top"]), reason is not None, reason,
+                         seq.prompt_len, 0)
+        with self._lock:
+            self.inbox.append(("import", (seq, out)))
+
+    def _check_prompt(self, prompt_ids):
         prompt = [int(t) for t in prompt_ids]
         if not prompt:
             raise ValueError("the prompt is empty")
@@ -145,19 +203,18 @@ class Engine:
         if len(prompt) >= self.config.max_model_len:
             raise ValueError(f"the prompt has {len(prompt)} tokens; this model's context is "
                              f"{self.config.max_model_len} tokens (prompt plus at least one new token)")
-        with self._lock:
-            self.inbox.append(("add", Sequence(request_id, prompt, params)))
+        return prompt
 
     def abort(self, request_id):
         with self._lock:
             self.inbox.append(("abort", request_id))
 
     def has_work(self):
-        return bool(self.waiting or self.running or self.inbox)
+        return bool(self.waiting or self.running or self.inbox or self.pending)
 
     def num_waiting(self):
         with self._lock:  # other threads read this (metrics) while requests arrive
-            queued = sum(1 for k, _ in self.inbox if k == "add")
+            queued = sum(1 for k, _ in self.inbox if k != "abort")
         return len(self.waiting) + queued
 
     def _drain_inbox(self):
@@ -167,6 +224,11 @@ class Engine:
         for kind, x in items:
             if kind == "add":
                 self.waiting.append(x)
+            elif kind == "import":
+                seq, out = x
+                self.pending.append(out)
+                if not out.finished:
+                    self.waiting.append(seq)
             else:
                 self._abort(x)
 
@@ -213,8 +275,10 @@ class Engine:
             if n <= 0:
                 continue
             while not self._grow(seq, seq.num_computed + n):
-                victims = [s for s in self.running if s is not seq]
-                victim = max(victims, key=lambda s: s.order) if victims else seq
+                # the youngest running sequence gives way, the needing one
+                # included: the oldest always progresses (two sequences
+                # preempting each other in turn would livelock)
+                victim = max(self.running, key=lambda s: s.order)
                 for item in batch:
                     if item[0] is victim:
                         budget += item[1]
@@ -229,6 +293,12 @@ class Engine:
         while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
             seq = self.waiting[0]
             bs = cfg.block_size
+            if seq.imported is not None:
+                if not self._admit_imported(seq):
+                    break
+                batch.append([seq, 1])
+                budget -= 1
+                continue
             cached = self.blocks.match(seq.tokens, (len(seq.tokens) - 1) // bs)
             n = min(len(seq.tokens) - len(cached) * bs, cfg.chunk_size, budget)
             need = -(-(len(cached) * bs + n) // bs) - len(cached)
@@ -248,13 +318,94 @@ class Engine:
             budget -= n
         return batch
 
+    def _admit_imported(self, seq):
+        """Blocks for an imported prompt plus its first token; the imported
+        keys and values written into those not already in the prefix tree."""
+        bs = self.config.block_size
+        P = seq.prompt_len
+        cached = self.blocks.match(seq.tokens, P // bs)
+        if -(-(P + 1) // bs) - len(cached) > self.blocks.num_available():
+            self.blocks.release(cached)
+            return False
+        self.waiting.popleft()
+        first = len(cached)
+        seq.blocks = cached
+        ok = self._grow(seq, P + 1)
+        assert ok, "blocks were counted available"
+        keys, values = seq.imported
+        seq.imported = None
+        self._write_blocks(seq.blocks[first:-(-P // bs)], keys[:, first * bs:], values[:, first * bs:])
+        seq.num_computed = P
+        seq.num_cached = first * bs
+        self.running.append(seq)
+        return True
+
+    # ---- KV export / import (bucketed like the step: a steady load compiles nothing new) ----
+    def _block_index(self, blocks):
+        nb = _bucket(max(1, len(blocks)), self.ctx_buckets)
+        idx = torch.zeros(nb, dtype=torch.long)   # padding: the scratch block 0
+        idx[:len(blocks)] = torch.tensor(blocks, dtype=torch.long)
+        return idx
+
+    def _gather_blocks(self, blocks, n):
+        """The keys and values of tokens [0, n) held in `blocks`, on the CPU:
+        [layers, n, kv_heads, head_dim] each."""
+        from .. import _graph
+        bs = self.config.block_size
+        ks, vs = self.cache
+        shape = (-1, bs) + tuple(ks[0].shape[1:])
+        idx = self._block_index(blocks).to(self.model.device)
+
+        def body():
+            return (torch.stack([k.view(shape)[idx] for k in ks]),
+                    torch.stack([v.view(shape)[idx] for v in vs]))
+        if self.model.device.type == "tpu":
+            with _graph.capture():
+                k, v = body()
+        else:
+            k, v = body()
+        k, v = k.cpu(), v.cpu()
+        L = k.shape[0]
+        return (k.reshape(L, -1, *k.shape[3:])[:, :n].contiguous(),
+                v.reshape(L, -1, *v.shape[3:])[:, :n].contiguous())
+
+    def _write_blocks(self, blocks, keys, values):
+        """Writes keys/values [layers, m, kv_heads, head_dim] (m <= len(blocks)
+        * block_size, token i into blocks[i // bs]) into the cache."""
+        if not blocks:
+            return
+        from .. import _graph
+        bs = self.config.block_size
+        idx = self._block_index(blocks)
+        S = idx.numel() * bs
+        slots = (idx[:, None] * bs + torch.arange(bs)).reshape(-1)
+        m = keys.shape[1]
+        kp = torch.zeros((keys.shape[0], S) + tuple(keys.shape[2:]), dtype=keys.dtype)
+        vp = torch.zeros_like(kp)
+        kp[:, :m] = keys
+        vp[:, :m] = values
+        dev = self.model.device
+        slots, kp, vp = slots.to(dev), kp.to(dev), vp.to(dev)
+        ks, vs = self.cache
+
+        def body():
+            for i in range(len(ks)):
+                ks[i].index_copy_(0, slots, kp[i])
+                vs[i].index_copy_(0, slots, vp[i])
+        if dev.type == "tpu":
+            with _graph.capture():
+                body()
+        else:
+            body()
+
     # ---- the step ----------------------------------------------------------------------
     def step(self):
         """One engine iteration; returns the StepOutputs of this step."""
         self._drain_inbox()
+        outs, self.pending = self.pending, []
         batch = self._schedule()
         if not batch:
-            return []
+            return outs
         cfg = self.config
         bs = cfg.block_size
         B = _bucket(len(batch), self.batch_buckets)
@@ -277,7 +428,6 @@ class Engine:
         self.shapes[(B, L, NB)] += 1
         logits = self._forward(ids, pos, slots, tables, last)
         self.num_steps += 1
-        outs = []
         for r, (seq, n) in enumerate(batch):
             if seq.num_generated == 0:
                 self.prompt_tokens_computed += n
@@ -285,7 +435,10 @@ class Engine:
             self.blocks.insert(seq.tokens[:seq.num_computed], seq.blocks)
             if seq.num_computed < len(seq.tokens):
                 continue  # a prompt chunk; the prompt's last chunk samples
-            outs.append(self._append(seq, logits[r]))
+            if seq.prefill_choices is not None:
+                outs.append(self._export(seq, logits[r]))
+            else:
+                outs.append(self._append(seq, logits[r]))
         return outs
 
     def _forward(self, ids, pos, slots, tables, last):
@@ -299,18 +452,37 @@ class Engine:
             out = self.model.forward(self.cache, *args, self.config.block_size)
         return out.cpu()
 
+    def _finish_reason(self, seq, tok):
+        p = seq.params
+        if not p.ignore_eos and tok in self.eos_ids:
+            return "stop"
+        if tok in p.stop_token_ids:
+            return "stop"
+        if seq.num_generated >= p.max_tokens or len(seq.tokens) >= self.config.max_model_len:
+            return "length"
+        return None
+
+    def _export(self, seq, logits):
+        """add_prefill's end: first tokens sampled, keys and values copied out,
+        blocks released."""
+        choices = []
+        for p, g in seq.prefill_choices:
+            tok, lp, top = sample(logits, p, g)
+            choices.append({"token": tok, "logprob": lp, "top": top, "generator_state": g.get_state()})
+        keys, values = self._gather_blocks(seq.blocks, seq.prompt_len)
+        self.tokens_generated += len(choices)
+        self._free(seq)
+        self.running.remove(seq)
+        c = choices[0]
+        return StepOutput(seq.request_id, c["token"], c["logprob"], c["top"], True, "prefilled",
+                          seq.prompt_len, seq.num_cached, kv=(keys, values, list(seq.tokens), choices))
+
     def _append(self, seq, logits):
         p = seq.params
         tok, lp, top = sample(logits, p, seq.generator)
         seq.tokens.append(tok)
         self.tokens_generated += 1
-        reason = None
-        if not p.ignore_eos and tok in self.eos_ids:
-            reason = "stop"
-        elif tok in p.stop_token_ids:
-            reason = "stop"
-        elif seq.num_generated >= p.max_tokens or len(seq.tokens) >= self.config.max_model_len:
-            reason = "length"
+        reason = self._finish_reason(seq, tok)
         if reason is not None:
             self._free(seq)
             self.running.remove(seq)

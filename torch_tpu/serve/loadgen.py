@@ -8,6 +8,12 @@ and inter-token latency p50/p99, for a plain workload and a shared-prefix
 one (prefix cache on vs off), beside the baseline of the same requests run
 one after another through Hugging Face `generate` on CPU eager. Bounded: `--requests` per cell and a wall-clock
 limit per cell.
+
+`--disagg` runs instead a comparison of prefill/decode disaggregation: the
+same streamed requests against one combined server, against a router over
+that one server (the router's own cost), and against a router over a
+`--role prefill` server and a `--role decode` server (the KV cache handed
+over as a payload), and reports the payload's size per prompt token.
 """
 import argparse
 import asyncio
@@ -176,6 +182,55 @@ def hf_baseline(model_dir, prompts, max_tokens):
             "requests": len(res), "compiled": "-", "hit": float("nan")}
 
 
+def _payload_size(prefill_url, prompts):
+    """Bytes of /internal/prefill payloads per prompt token, and the keys and
+    values alone per token (from the model's shape)."""
+    import httpx
+    total = toks = 0
+    for p in prompts:
+        r = httpx.post(prefill_url + "/internal/prefill", json={"prompt": p, "max_tokens": 4, "temperature": 0},
+                       timeout=60)
+        r.raise_for_status()
+        total += len(r.content)
+        toks += int(r.headers["x-prompt-tokens"])
+    return total / toks, toks / len(prompts), total / len(prompts)
+
+
+def disagg_rows(d, a, conc):
+    """(rows, payload figures): combined server, router over it, router over prefill + decode servers."""
+    procs, rows = [], []
+    try:
+        both, ub = server(d)
+        pre, up = server(d, ("--role", "prefill"))
+        dec, ud = server(d, ("--role", "decode"))
+        procs += [both, pre, dec]
+        r1, r2 = _port(), _port()
+        u1, u2 = f"http://127.0.0.1:{r1}", f"http://127.0.0.1:{r2}"
+        procs.append(_start([sys.executable, "-m", "torch_tpu.serve.router", "--backend", ub, "--port", str(r1)],
+                            u1))
+        procs.append(_start([sys.executable, "-m", "torch_tpu.serve.router", "--prefill", up, "--decode", ud,
+                             "--port", str(r2)], u2))
+        setups = [("plain, one combined server (--role both)", ub, [ub]),
+                  ("plain, router over the combined server", u1, [ub]),
+                  ("plain, router over prefill server + decode server", u2, [up, ud])]
+        for name, url, servers in setups:
+            warm = _prompts(8, False, 0)
+            asyncio.run(cell(url, warm[:4], 1, a.max_tokens, a.limit_s))
+            for c in conc:
+                asyncio.run(cell(url, _prompts(a.requests, False, 1000 + c), c, a.max_tokens, a.limit_s))
+                c0 = sum(_compiled(u) for u in servers)
+                r = asyncio.run(cell(url, _prompts(a.requests, False, c), c, a.max_tokens, a.limit_s))
+                r["compiled"] = sum(_compiled(u) for u in servers) - c0
+                r["hit"] = _hit(servers[0])
+                rows.append((name, c, r))
+        size = _payload_size(up, _prompts(8, False, 7))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return rows, size
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m torch_tpu.serve.loadgen")
     ap.add_argument("--concurrency", default="1,8,32")
@@ -183,11 +238,20 @@ def main(argv=None):
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--limit-s", type=float, default=300, help="wall-clock limit per cell")
     ap.add_argument("--router", action="store_true", help="also through a router over 2 backends")
+    ap.add_argument("--disagg", action="store_true",
+                    help="only: combined server vs prefill/decode disaggregation through the router")
     a = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     conc = [int(c) for c in a.concurrency.split(",")]
     d = tempfile.mkdtemp(prefix="serve-load-")
     save_model(d)
+    if a.disagg:
+        rows, (per_tok, mean_tokens, mean_bytes) = disagg_rows(d, a, conc)
+        _table(a, rows)
+        print(f"KV payload: {per_tok:.0f} bytes per prompt token over 8 prompts of {mean_tokens:.1f} tokens on "
+              f"average ({mean_bytes:.0f} bytes each); keys and values alone: 2 x 2 layers x 2 KV heads x 32 x "
+              "4 bytes = 1024 bytes per token")
+        return
     rows = []
     procs = []
     for shared in (False, True):
@@ -235,6 +299,10 @@ def main(argv=None):
         for p in procs:
             if p.poll() is None:
                 p.kill()
+    _table(a, rows)
+
+
+def _table(a, rows):
     print(f"tiny Llama (hidden 128, 2 layers, vocab 512), {a.requests} streamed requests per cell, "
           f"{a.max_tokens} tokens each, greedy")
     print("| workload | concurrency | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "

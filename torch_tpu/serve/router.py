@@ -13,6 +13,18 @@ Health: every backend's `/health` is polled; one that refuses connections
 anything was sent is retried on another; a backend that dies mid-request
 ends that request with a clear error (a 502 OpenAI-style body, or an SSE
 `error` event followed by `[DONE]` when streaming), never a hang.
+
+Prefill/decode disaggregation (`--prefill URL ... --decode URL ...`, servers
+started with `--role prefill` / `--role decode`): a completion goes to a
+prefill server (chosen by prefix, then load, as above) at
+`/internal/prefill`, which answers with the prompt's keys and values and
+the first token (a `kv_transfer` payload); the payload goes to the decode
+server with the fewest requests in flight at `/internal/decode`, whose
+OpenAI response or stream is relayed back. Nothing reaches the client
+before the decode server answers, so a prefill server that fails (refused,
+or dies mid-prefill) is taken out and the prefill retried on another; a
+decode server that refuses is taken out and the payload sent to another;
+one that dies mid-request ends the request with the clear error above.
 """
 import argparse
 import asyncio
@@ -46,8 +58,9 @@ def prompt_text(path, body):
 
 
 class Backend:
-    def __init__(self, url, max_keys):
+    def __init__(self, url, max_keys, role="both"):
         self.url = url.rstrip("/")
+        self.role = role
         self.healthy = True
         self.in_flight = 0
         self.keys = collections.OrderedDict()
@@ -77,12 +90,21 @@ def _error(status, message, type_="server_error"):
                                                                "param": None, "code": None}})
 
 
-def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000):
+def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000, prefill=(), decode=()):
+    if bool(prefill) != bool(decode):
+        raise ValueError("prefill/decode disaggregation needs at least one --prefill and one --decode backend")
+    if prefill and urls:
+        raise ValueError("--backend and --prefill/--decode are separate modes; give one or the other")
+    if not urls and not prefill:
+        raise ValueError("no backend: give --backend URL ..., or --prefill URL ... --decode URL ...")
     backends = [Backend(u, max_keys) for u in urls]
+    prefill_pool = [Backend(u, max_keys, "prefill") for u in prefill]
+    decode_pool = [Backend(u, max_keys, "decode") for u in decode]
+    every = backends + prefill_pool + decode_pool
     app = FastAPI(title="torch_tpu.serve.router")
     client = httpx.AsyncClient(timeout=httpx.Timeout(connect=2.0, read=read_timeout, write=10.0, pool=10.0))
     stats = collections.Counter()
-    app.state.backends = backends
+    app.state.backends = every
 
     async def check(b):
         # refused connections take a backend out at once; slow or failing
@@ -100,7 +122,7 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
 
     async def health_loop():
         while True:
-            await asyncio.gather(*(check(b) for b in backends))
+            await asyncio.gather(*(check(b) for b in every))
             await asyncio.sleep(health_interval)
 
     @app.on_event("startup")
@@ -112,8 +134,8 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
         app.state.health_task.cancel()
         await client.aclose()
 
-    def choose(keys, exclude):
-        live = [b for b in backends if b.healthy and b not in exclude]
+    def choose(keys, exclude, pool=backends):
+        live = [b for b in pool if b.healthy and b not in exclude]
         if not live:
             return None, 0
         best = max(live, key=lambda b: (b.match(keys), -b.in_flight))
@@ -129,6 +151,8 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
             return _error(400, f"the request body is not a valid JSON object: {e}", "invalid_request_error")
         keys = prefix_keys(prompt_text(path, body))
         stream = bool(body.get("stream"))
+        if prefill_pool:
+            return await disaggregated(path, raw, keys, stream)
         tried = []
         while True:
             b, matched = choose(keys, tried)
@@ -157,7 +181,69 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
             break
         b.remember(keys)
         b.served += 1
+        return await relay_response(b, resp, stream)
 
+    async def disaggregated(path, raw, keys, stream):
+        endpoint = "chat" if path.endswith("chat/completions") else "completions"
+        tried, errors = [], []
+        while True:   # prefill: nothing has reached the client, so any failure retries elsewhere
+            b, matched = choose(keys, tried, prefill_pool)
+            if b is None:
+                stats["no_backend"] += 1
+                return _error(503, "no healthy prefill backend is available"
+                              + (f" ({'; '.join(errors)})" if errors else ""))
+            tried.append(b)
+            stats["prefix_routed" if matched else "load_routed"] += 1
+            b.in_flight += 1
+            try:
+                r = await client.post(b.url + "/internal/prefill", params={"endpoint": endpoint}, content=raw,
+                                      headers={"content-type": "application/json"})
+            except httpx.HTTPError as e:
+                b.healthy = False
+                b.failures += 1
+                stats["failovers"] += 1
+                errors.append(f"prefill backend {b.url} failed: {type(e).__name__}: {e}")
+                continue
+            finally:
+                b.in_flight -= 1
+            break
+        if r.status_code != 200:   # the request's own error (4xx): relayed as it is
+            return PlainTextResponse(r.content, status_code=r.status_code,
+                                     media_type=r.headers.get("content-type", "application/json"))
+        b.remember(keys)
+        b.served += 1
+        payload = r.content
+        stats["kv_transfer_bytes"] += len(payload)
+        tried = []
+        while True:
+            d, _ = choose([], tried, decode_pool)   # decode: by load
+            if d is None:
+                stats["no_backend"] += 1
+                return _error(503, "no healthy decode backend is available"
+                              + (f" (tried {', '.join(t.url for t in tried)})" if tried else ""))
+            tried.append(d)
+            req = client.build_request("POST", d.url + "/internal/decode", content=payload,
+                                       headers={"content-type": "application/octet-stream"})
+            d.in_flight += 1
+            try:
+                resp = await client.send(req, stream=True)
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                d.in_flight -= 1
+                d.healthy = False
+                d.failures += 1
+                stats["failovers"] += 1
+                continue
+            except httpx.HTTPError as e:
+                d.in_flight -= 1
+                d.healthy = False
+                d.failures += 1
+                return _error(502, f"backend {d.url} failed: {type(e).__name__}: {e}")
+            break
+        d.served += 1
+        return await relay_response(d, resp, stream)
+
+    async def relay_response(b, resp, stream):
+        """The backend's answer to the client; `b.in_flight` drops when done."""
         if not stream or resp.status_code != 200:
             try:
                 data = await resp.aread()
@@ -196,7 +282,7 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
 
     @app.get("/v1/models")
     async def models():
-        for b in backends:
+        for b in backends + decode_pool + prefill_pool:
             if b.healthy:
                 try:
                     r = await client.get(b.url + "/v1/models", timeout=2.0)
@@ -207,21 +293,26 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
 
     @app.get("/health")
     async def health():
-        live = sum(b.healthy for b in backends)
+        if prefill_pool:
+            live = min(sum(b.healthy for b in prefill_pool), sum(b.healthy for b in decode_pool))
+        else:
+            live = sum(b.healthy for b in backends)
         return JSONResponse({"status": "ok" if live else "no healthy backend", "healthy_backends": live,
-                             "backends": [{"url": b.url, "healthy": b.healthy, "in_flight": b.in_flight,
-                                           "served": b.served, "failures": b.failures} for b in backends]},
+                             "backends": [{"url": b.url, "role": b.role, "healthy": b.healthy,
+                                           "in_flight": b.in_flight, "served": b.served, "failures": b.failures}
+                                          for b in every]},
                             status_code=200 if live else 503)
 
     @app.get("/metrics")
     async def metrics():
         lines = []
-        for k in ("prefix_routed", "load_routed", "failovers", "no_backend"):
+        for k in ("prefix_routed", "load_routed", "failovers", "no_backend", "kv_transfer_bytes"):
             lines.append(f"tpu_router_{k}_total {stats[k]}")
-        for b in backends:
-            lines.append(f'tpu_router_backend_healthy{{backend="{b.url}"}} {int(b.healthy)}')
-            lines.append(f'tpu_router_backend_in_flight{{backend="{b.url}"}} {b.in_flight}')
-            lines.append(f'tpu_router_backend_served_total{{backend="{b.url}"}} {b.served}')
+        for b in every:
+            lab = f'backend="{b.url}",role="{b.role}"'
+            lines.append(f'tpu_router_backend_healthy{{{lab}}} {int(b.healthy)}')
+            lines.append(f'tpu_router_backend_in_flight{{{lab}}} {b.in_flight}')
+            lines.append(f'tpu_router_backend_served_total{{{lab}}} {b.served}')
         return PlainTextResponse("\n".join(lines) + "\n")
 
     app.state.started = time.time()
@@ -230,7 +321,11 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m torch_tpu.serve.router", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--backend", action="append", required=True, help="a torch_tpu.serve URL (repeat)")
+    ap.add_argument("--backend", action="append", default=[], help="a torch_tpu.serve URL (repeat)")
+    ap.add_argument("--prefill", action="append", default=[],
+                    help="disaggregation: a `--role prefill` server URL (repeat; needs --decode)")
+    ap.add_argument("--decode", action="append", default=[],
+                    help="disaggregation: a `--role decode` server URL (repeat; needs --prefill)")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--health-interval", type=float, default=1.0)
@@ -238,8 +333,13 @@ def main(argv=None):
     ap.add_argument("--log-level", default="warning")
     a = ap.parse_args(argv)
     import uvicorn
-    app = build_router(a.backend, a.health_interval, a.read_timeout)
-    print(f"torch_tpu.serve.router: {len(a.backend)} backends, http://{a.host}:{a.port}/v1", flush=True)
+    try:
+        app = build_router(a.backend, a.health_interval, a.read_timeout, prefill=a.prefill, decode=a.decode)
+    except ValueError as e:
+        ap.error(str(e))
+    what = (f"{len(a.prefill)} prefill + {len(a.decode)} decode backends" if a.prefill
+            else f"{len(a.backend)} backends")
+    print(f"torch_tpu.serve.router: {what}, http://{a.host}:{a.port}/v1", flush=True)
     uvicorn.run(app, host=a.host, port=a.port, log_level=a.log_level)
 
 

@@ -5,6 +5,13 @@ work and hands each step's outputs to the asyncio loop, one queue per
 request. HTTP handlers tokenize, submit, and turn outputs into OpenAI
 responses or server-sent events; a client that goes away aborts its
 requests, which frees their blocks.
+
+Roles (prefill/decode disaggregation, `--role`): `both` (the default) serves
+everything; `prefill` serves only `POST /internal/prefill` (an OpenAI
+completions or chat body -> the prompt's keys and values plus the first
+token, a `kv_transfer` payload); `decode` serves only `POST /internal/decode`
+(that payload -> the usual OpenAI response or stream). Each refuses the
+other's work with a 421 OpenAI-style error. The router pairs them.
 """
 import asyncio
 import dataclasses
@@ -15,10 +22,13 @@ import time
 import uuid
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 import prometheus_client as prom
 
+from . import kv_transfer
 from .sampling import InvalidParams, SamplingParams
+
+ROLES = ("both", "prefill", "decode")
 
 
 class ApiError(Exception):
@@ -54,6 +64,9 @@ class Metrics:
             "tpu_serve_step_shapes": ("distinct (batch, length, context) buckets run", lambda: len(engine.shapes)),
             "tpu_serve_preemptions": ("sequences preempted (recomputed later)", lambda: engine.num_preemptions),
         }
+        self.kv_bytes = prom.Counter("tpu_serve_kv_transfer_bytes", "KV payload bytes sent (prefill) "
+                                     "or received (decode)", registry=r)
+        self.kv_tokens = prom.Counter("tpu_serve_kv_transfer_tokens", "prompt tokens in KV payloads", registry=r)
         for name, (doc, fn) in gauges.items():
             prom.Gauge(name, doc, registry=r).set_function(fn)
 
@@ -72,12 +85,16 @@ class AsyncEngine:
         self.thread = threading.Thread(target=self._run, name="torch_tpu.serve.engine", daemon=True)
         self.thread.start()
 
-    def submit(self, loop, prompt, params):
+    def submit(self, loop, prompt, params, add=None):
+        """`add(rid)` enqueues on the engine (default: add_request)."""
         rid = uuid.uuid4().hex
         q = asyncio.Queue()
         self.queues[rid] = (loop, q)
         try:
-            self.engine.add_request(rid, prompt, params)
+            if add is None:
+                self.engine.add_request(rid, prompt, params)
+            else:
+                add(rid)
         except Exception:
             self.queues.pop(rid, None)
             raise
@@ -180,7 +197,9 @@ def _num(body, name, default):
     return float(v)
 
 
-def build_app(engine, tokenizer, model_name):
+def build_app(engine, tokenizer, model_name, role="both"):
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
     app = FastAPI(title="torch_tpu.serve")
     aengine = AsyncEngine(engine)
     metrics = Metrics(engine)
@@ -279,12 +298,19 @@ def build_app(engine, tokenizer, model_name):
             raise ApiError(400, f"the chat template failed on these messages: {e}", param="messages")
         return list(tokenizer.encode(text, add_special_tokens=False))
 
-    def _submit(loop, ids, params, n):
+    def _choice_params(params, n):
+        return [dataclasses.replace(params, seed=None if params.seed is None else params.seed + i)
+                for i in range(n)]
+
+    def _submit(loop, ids, params, n, payload=None):
         subs = []
         try:
-            for i in range(n):
-                p = dataclasses.replace(params, seed=None if params.seed is None else params.seed + i)
-                subs.append(aengine.submit(loop, ids, p))
+            for i, p in enumerate(_choice_params(params, n)):
+                add = None
+                if payload is not None:
+                    def add(rid, i=i, p=p):
+                        engine.add_imported(rid, payload, i, p)
+                subs.append(aengine.submit(loop, ids, p, add))
         except ValueError as e:
             for rid, _ in subs:
                 aengine.abort(rid)
@@ -351,18 +377,32 @@ def build_app(engine, tokenizer, model_name):
                              "top_logprobs": [{"token": a, "logprob": b, "bytes": list(a.encode())}
                                               for a, b in alts]} for t, v, alts in c.lp]}
 
-    async def _run(request, chat):
-        body = await _body(request)
-        ids = _chat_ids(body) if chat else _prompt_ids(body)
+    def _require(*roles):
+        if role not in roles:
+            what = {"prefill": "prefills prompts for a decode server (POST /internal/prefill)",
+                    "decode": "continues requests prefilled elsewhere (POST /internal/decode)"}[role]
+            raise ApiError(421, f"this server runs --role {role}: it only {what}; send completions to the "
+                           "router (python -m torch_tpu.serve.router --prefill URL --decode URL)",
+                           code="wrong_server_role")
+
+    def _prepare(body, chat, ids=None):
+        if ids is None:
+            ids = _chat_ids(body) if chat else _prompt_ids(body)
         params, stop, want = _params(body, len(ids), chat)
-        n = _int(body, "n", 1, 1, 16)
+        return ids, params, stop, want, _int(body, "n", 1, 1, 16)
+
+    async def _run(request, chat):
+        _require("both")
+        body = await _body(request)
+        ids, params, stop, want, n = _prepare(body, chat)
+        subs = _submit(asyncio.get_running_loop(), ids, params, n)
+        return await _respond(request.url.path, body, chat, ids, stop, want, n, subs)
+
+    async def _respond(endpoint, body, chat, ids, stop, want, n, subs):
         stream = bool(body.get("stream", False))
-        loop = asyncio.get_running_loop()
-        subs = _submit(loop, ids, params, n)
         rid = ("chatcmpl-" if chat else "cmpl-") + f"{next(counter)}-{uuid.uuid4().hex[:12]}"
         created = int(time.time())
         obj = "chat.completion" if chat else "text_completion"
-        endpoint = request.url.path
         if not stream:
             choices = [None] * n
             async for i, _, _, c in _events(subs, stop, want):
@@ -429,6 +469,65 @@ def build_app(engine, tokenizer, model_name):
     async def chat_completions(request: Request):
         return await _run(request, chat=True)
 
+    @app.post("/internal/prefill")
+    async def internal_prefill(request: Request, endpoint: str = "completions"):
+        """An OpenAI body (`endpoint`: completions or chat) -> a kv_transfer
+        payload: the prompt's keys and values and each choice's first token."""
+        _require("both", "prefill")
+        if endpoint not in ("completions", "chat"):
+            raise ApiError(400, f"endpoint must be 'completions' or 'chat', got {endpoint!r}", param="endpoint")
+        chat = endpoint == "chat"
+        body = await _body(request)
+        ids, params, stop, want, n = _prepare(body, chat)
+        loop = asyncio.get_running_loop()
+        try:
+            rid, q = aengine.submit(loop, ids, params,
+                                    lambda r: engine.add_prefill(r, ids, _choice_params(params, n)))
+        except ValueError as e:
+            raise ApiError(400, str(e))
+        metrics.prompt_tokens.inc(len(ids))
+        try:
+            out = await q.get()
+        finally:
+            aengine.abort(rid)   # a client gone mid-prefill frees the blocks
+        if isinstance(out, Exception):
+            raise ApiError(500, f"the engine failed: {out}", type_="server_error")
+        data = await asyncio.to_thread(kv_transfer.pack, *out.kv, {"endpoint": endpoint, "body": body})
+        metrics.kv_bytes.inc(len(data))
+        metrics.kv_tokens.inc(len(ids))
+        metrics.requests.labels("/internal/prefill", "200").inc()
+        return Response(data, media_type="application/octet-stream",
+                        headers={"x-prompt-tokens": str(len(ids)), "x-cached-tokens": str(out.num_cached_tokens)})
+
+    @app.post("/internal/decode")
+    async def internal_decode(request: Request):
+        """A kv_transfer payload from a prefill server -> the OpenAI response
+        (or stream) of the request it carries, decoded here."""
+        _require("both", "decode")
+        data = await request.body()
+        try:
+            payload = await asyncio.to_thread(kv_transfer.unpack, data)
+        except ValueError as e:
+            raise ApiError(400, str(e), param="payload")
+        endpoint = payload.meta.get("endpoint")
+        body = payload.meta.get("body")
+        if endpoint not in ("completions", "chat") or not isinstance(body, dict):
+            raise ApiError(400, "the KV payload does not carry its request (endpoint and body)", param="payload")
+        m = body.get("model")
+        if m is not None and m != model_name:
+            raise ApiError(404, f"The model '{m}' does not exist (this server serves '{model_name}')",
+                           param="model", code="model_not_found")
+        chat = endpoint == "chat"
+        ids, params, stop, want, n = _prepare(body, chat, ids=payload.prompt)
+        if n != len(payload.choices):
+            raise ApiError(400, f"the KV payload has {len(payload.choices)} choices; its request asks for n={n}",
+                           param="payload")
+        metrics.kv_bytes.inc(len(data))
+        metrics.kv_tokens.inc(len(ids))
+        subs = _submit(asyncio.get_running_loop(), ids, params, n, payload=payload)
+        return await _respond("/v1/chat/completions" if chat else "/v1/completions", body, chat, ids, stop, want, n,
+                        subs)
+
     @app.get("/v1/models")
     async def models():
         return {"object": "list", "data": [{"id": model_name, "object": "model", "created": 0,
@@ -439,7 +538,7 @@ def build_app(engine, tokenizer, model_name):
         if not aengine.thread.is_alive():
             return JSONResponse({"status": "engine thread stopped"}, status_code=503)
         s = engine.stats()
-        return {"status": "ok", "running": s["running"], "waiting": s["waiting"],
+        return {"status": "ok", "role": role, "running": s["running"], "waiting": s["waiting"],
                 "kv_blocks_used": s["kv_blocks_used"], "prefix_hit_rate": s["prefix_hit_rate"]}
 
     @app.get("/metrics")
