@@ -217,7 +217,9 @@ examples-dist:
 
 # torch_tpu.bench on minGPT (Fused, torch.compile, CPU eager): JSON and
 # PNG under bench_results/, the chart copied to docs/bench.png (README);
-# then the older benchmark scripts.
+# then the older benchmark scripts; the last, distributed_bench.py, is the
+# c10d backend's all_reduce bandwidth per transport and DDP/FSDP2 step time
+# at 1, 2 and 4 ranks (bench_results/distributed_bench.json).
 bench:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.bench mingpt --variants fused,compile,cpu \
@@ -227,6 +229,7 @@ bench:
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/hf_decode.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/examples_bench.py
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/distributed_bench.py
 
 # The serving engine (torch_tpu.serve) against Hugging Face generate on CPU
 # eager: tokens/s at 1 and 8 requests, compiles while measured, prefix hits;
