@@ -154,6 +154,7 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_pytorch_fixes_ufuncs.py \
             --ignore=tests/python/test_pytorch_fixes_torch.py \
             --ignore=tests/python/test_distributed.py --ignore=tests/python/test_dist_example.py \
+            --ignore=tests/python/test_dist_reshard.py \
             --ignore=tests/python/test_fuzz_short.py --ignore=tests/python/test_fault_injection.py \
             --ignore=tests/python/test_concurrency.py --ignore=tests/python/test_fuzz_regressions.py \
             --ignore=tests/python/test_fuzz_boundary_regressions.py \
