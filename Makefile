@@ -204,9 +204,10 @@ examples:
 
 # The TorchTitan-style distributed recipe under torchrun, on 2 and 4 ranks
 # (each rank a process with its own tpu:0, host transport): FSDP2 over dp,
-# DTensor TP over tp, activation checkpointing; --check compares each run's
+# DTensor TP over tp (--sp: with sequence parallelism), activation
+# checkpointing; --check compares each run's
 # per-step loss with one process on the same model and data.
-DIST_RUNS := "2 --dp 2" "2 --tp 2 --compile" "4 --dp 2 --tp 2" "4 --dp 4"
+DIST_RUNS := "2 --dp 2" "2 --tp 2 --compile" "2 --tp 2 --sp" "4 --dp 2 --tp 2" "4 --dp 2 --tp 2 --sp" "4 --dp 4"
 .PHONY: examples-dist
 examples-dist:
 	$(MAKE) -j2 build
