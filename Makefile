@@ -155,7 +155,8 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
             --ignore=tests/python/test_pytorch_fixes_ufuncs.py \
             --ignore=tests/python/test_pytorch_fixes_torch.py \
             --ignore=tests/python/test_pytorch_fixes_nn.py \
-            --ignore=tests/python/test_distributed.py \
+            --ignore=tests/python/test_distributed.py --ignore=tests/python/test_dist_example.py \
+            --ignore=tests/python/test_dist_reshard.py \
             --ignore=tests/python/test_fuzz_short.py --ignore=tests/python/test_fault_injection.py \
             --ignore=tests/python/test_concurrency.py --ignore=tests/python/test_fuzz_regressions.py \
             --ignore=tests/python/test_fuzz_boundary_regressions.py \
@@ -204,9 +205,26 @@ examples:
 	  HF_HUB_OFFLINE=1 PYTHONPATH=$(CURDIR) $(PY) examples/$$e.py; \
 	done
 
+# The TorchTitan-style distributed recipe under torchrun, on 2 and 4 ranks
+# (each rank a process with its own tpu:0, host transport): FSDP2 over dp,
+# DTensor TP over tp (--sp: with sequence parallelism), activation
+# checkpointing; --check compares each run's
+# per-step loss with one process on the same model and data.
+DIST_RUNS := "2 --dp 2" "2 --tp 2 --compile" "2 --tp 2 --sp" "4 --dp 2 --tp 2" "4 --dp 2 --tp 2 --sp" "4 --dp 4"
+.PHONY: examples-dist
+examples-dist:
+	$(MAKE) -j2 build
+	@set -e; for run in $(DIST_RUNS); do set -- $$run; n=$$1; shift; \
+	  echo "=== torchrun --nproc-per-node $$n examples/train_llama_distributed.py $$* --check"; \
+	  OMP_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(PY) -m torch.distributed.run --nproc-per-node $$n \
+	    --standalone examples/train_llama_distributed.py $$* --check; \
+	done
+
 # torch_tpu.bench on minGPT (Fused, torch.compile, CPU eager): JSON and
 # PNG under bench_results/, the chart copied to docs/bench.png (README);
-# then the older benchmark scripts.
+# then the older benchmark scripts; the last, distributed_bench.py, is the
+# c10d backend's all_reduce bandwidth per transport and DDP/FSDP2 step time
+# at 1, 2 and 4 ranks (bench_results/distributed_bench.json).
 bench:
 	$(MAKE) -j2 build
 	PYTHONPATH=$(CURDIR) $(PY) -m torch_tpu.bench mingpt --variants fused,compile,cpu \
@@ -217,6 +235,7 @@ bench:
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/compile_bench.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/hf_decode.py
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/examples_bench.py
+	PYTHONPATH=$(CURDIR) $(PY) benchmarks/distributed_bench.py
 
 # The serving engine (torch_tpu.serve) against Hugging Face generate on CPU
 # eager: tokens/s at 1 and 8 requests, compiles while measured, prefix hits;
