@@ -42,7 +42,7 @@ def test_column_block_is_read_as_a_slice_not_a_shifted_copy(tmp_path, monkeypatc
     q, k, v = a.to("tpu").split(11, dim=-1)
     got = (v.reshape(5, 7, 1, 11).transpose(1, 2) * 3).cpu()
     assert torch.equal(got, a.split(11, dim=-1)[2].reshape(5, 7, 1, 11).transpose(1, 2) * 3)
-    programs = [f.read_text() for f in tmp_path.iterdir()]
+    programs = [f.read_text() for f in tmp_path.iterdir() if f.suffix != ".pb"]  # .pb: the binary optimized HLO
     assert programs, "no program was compiled, so nothing was checked"
     assert not any("stablehlo.pad" in p for p in programs)
 
