@@ -68,50 +68,56 @@ static tt_val sum_rows(tt_builder *b, tt_val x) {
   return nn_rsum(b, x, d, 1);
 }
 
-/* Adds the optional [n*H] biases (args i, i+1) to gates; both or neither. */
-static tt_error *add_biases(tt_lower_ctx *c, const char *op, int i, tt_dtype dt, int64_t nH,
-                            tt_dtype acc, tt_val *ig, tt_val *hg, bool *has_bias) {
-  tt_builder *b = tt_lc_builder(c);
-  bool bi = tt_lc_ref(c, i) != NULL, bh = tt_lc_ref(c, i + 1) != NULL;
-  *has_bias = bi;
+/* What a fused cell's forward reads: input_gates and hidden_gates [B, n*H]
+ * with the optional [n*H] biases (args 3, 4; both or neither) added, and the
+ * state [B, H] (arg 2: LSTM's cx, GRU's hx), all as the opmath dtype. */
+typedef struct {
+  tt_builder *b;
+  int64_t B, H;
+  tt_dtype dt, acc;
+  tt_val ig, hg, state;
+} cell_inputs;
+
+static tt_error *read_cell_inputs(tt_lower_ctx *c, const char *op, int n, const char *state,
+                                  cell_inputs *in) {
+  TT_TRY(rnn_dims(c, op, 0, n, &in->B, &in->H, &in->dt));
+  in->b = tt_lc_builder(c);
+  in->acc = tt_opmath(in->dt);
+  int64_t B = in->B, nH = n * in->H;
+  TT_TRY(rnn_arg(c, op, "input_gates", 0, in->dt, B, nH, in->acc, &in->ig));
+  TT_TRY(rnn_arg(c, op, "hidden_gates", 1, in->dt, B, nH, in->acc, &in->hg));
+  TT_TRY(rnn_arg(c, op, state, 2, in->dt, B, in->H, in->acc, &in->state));
+  bool bi = tt_lc_ref(c, 3) != NULL, bh = tt_lc_ref(c, 4) != NULL;
   if (bi != bh)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
                       "%s: input_bias and hidden_bias must be both given or both None", op);
   if (!bi) return NULL;
   tt_val ib, hb;
-  TT_TRY(rnn_arg(c, op, "input_bias", i, dt, -1, nH, acc, &ib));
-  TT_TRY(rnn_arg(c, op, "hidden_bias", i + 1, dt, -1, nH, acc, &hb));
-  *ig = tt_add(b, *ig, ib);
-  *hg = tt_add(b, *hg, hb);
+  TT_TRY(rnn_arg(c, op, "input_bias", 3, in->dt, -1, nH, in->acc, &ib));
+  TT_TRY(rnn_arg(c, op, "hidden_bias", 4, in->dt, -1, nH, in->acc, &hb));
+  in->ig = tt_add(in->b, in->ig, ib);
+  in->hg = tt_add(in->b, in->hg, hb);
   return NULL;
 }
 
 /* _thnn_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias?, hidden_bias?)
  *   -> (hy, cy, workspace) */
 static tt_error *lower_fused_lstm_cell(tt_lower_ctx *c) {
-  const char *op = "_thnn_fused_lstm_cell";
-  int64_t B, H;
-  tt_dtype dt;
-  TT_TRY(rnn_dims(c, op, 0, 4, &B, &H, &dt));
-  tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = tt_opmath(dt);
-  tt_val ig, hg, cx;
-  bool has_bias;
-  TT_TRY(rnn_arg(c, op, "input_gates", 0, dt, B, 4 * H, acc, &ig));
-  TT_TRY(rnn_arg(c, op, "hidden_gates", 1, dt, B, 4 * H, acc, &hg));
-  TT_TRY(rnn_arg(c, op, "cx", 2, dt, B, H, acc, &cx));
-  TT_TRY(add_biases(c, op, 3, dt, 4 * H, acc, &ig, &hg, &has_bias));
-  tt_val g = tt_add(b, ig, hg);
-  tt_val in = uc_sigmoid(b, chunk(b, g, 0, B, H));
+  cell_inputs in;
+  TT_TRY(read_cell_inputs(c, "_thnn_fused_lstm_cell", 4, "cx", &in));
+  tt_builder *b = in.b;
+  int64_t B = in.B, H = in.H;
+  tt_val g = tt_add(b, in.ig, in.hg);
+  tt_val ing = uc_sigmoid(b, chunk(b, g, 0, B, H));
   tt_val fg = uc_sigmoid(b, chunk(b, g, 1, B, H));
   tt_val cg = uc_un(b, TT_OP_TANH, chunk(b, g, 2, B, H));
   tt_val og = uc_sigmoid(b, chunk(b, g, 3, B, H));
-  tt_val cy = tt_add(b, tt_mul(b, fg, cx), tt_mul(b, in, cg));
+  tt_val cy = tt_add(b, tt_mul(b, fg, in.state), tt_mul(b, ing, cg));
   tt_val hy = tt_mul(b, og, uc_un(b, TT_OP_TANH, cy));
-  tt_val ws = tt_b_concat(b, (tt_val[]){in, fg, cg, og}, 4, 1);
-  tt_lc_output(c, tt_b_convert(b, hy, dt));
-  tt_lc_output(c, tt_b_convert(b, cy, dt));
-  tt_lc_output(c, tt_b_convert(b, ws, dt));
+  tt_val ws = tt_b_concat(b, (tt_val[]){ing, fg, cg, og}, 4, 1);
+  tt_lc_output(c, tt_b_convert(b, hy, in.dt));
+  tt_lc_output(c, tt_b_convert(b, cy, in.dt));
+  tt_lc_output(c, tt_b_convert(b, ws, in.dt));
   return NULL;
 }
 
@@ -152,26 +158,19 @@ static tt_error *lower_fused_lstm_cell_backward(tt_lower_ctx *c) {
 /* _thnn_fused_gru_cell(input_gates, hidden_gates, hx, input_bias?, hidden_bias?)
  *   -> (hy, workspace) */
 static tt_error *lower_fused_gru_cell(tt_lower_ctx *c) {
-  const char *op = "_thnn_fused_gru_cell";
-  int64_t B, H;
-  tt_dtype dt;
-  TT_TRY(rnn_dims(c, op, 0, 3, &B, &H, &dt));
-  tt_builder *b = tt_lc_builder(c);
-  tt_dtype acc = tt_opmath(dt);
-  tt_val ig, hg, hx;
-  bool has_bias;
-  TT_TRY(rnn_arg(c, op, "input_gates", 0, dt, B, 3 * H, acc, &ig));
-  TT_TRY(rnn_arg(c, op, "hidden_gates", 1, dt, B, 3 * H, acc, &hg));
-  TT_TRY(rnn_arg(c, op, "hx", 2, dt, B, H, acc, &hx));
-  TT_TRY(add_biases(c, op, 3, dt, 3 * H, acc, &ig, &hg, &has_bias));
+  cell_inputs in;
+  TT_TRY(read_cell_inputs(c, "_thnn_fused_gru_cell", 3, "hx", &in));
+  tt_builder *b = in.b;
+  int64_t B = in.B, H = in.H;
+  tt_val ig = in.ig, hg = in.hg, hx = in.state;
   tt_val rg = uc_sigmoid(b, tt_add(b, chunk(b, ig, 0, B, H), chunk(b, hg, 0, B, H)));
   tt_val zg = uc_sigmoid(b, tt_add(b, chunk(b, ig, 1, B, H), chunk(b, hg, 1, B, H)));
   tt_val hn = chunk(b, hg, 2, B, H);
   tt_val ng = uc_un(b, TT_OP_TANH, tt_add(b, chunk(b, ig, 2, B, H), tt_mul(b, rg, hn)));
   tt_val hy = tt_add(b, ng, tt_mul(b, zg, tt_sub(b, hx, ng)));
   tt_val ws = tt_b_concat(b, (tt_val[]){rg, zg, ng, hn, hx}, 5, 1);
-  tt_lc_output(c, tt_b_convert(b, hy, dt));
-  tt_lc_output(c, tt_b_convert(b, ws, dt));
+  tt_lc_output(c, tt_b_convert(b, hy, in.dt));
+  tt_lc_output(c, tt_b_convert(b, ws, in.dt));
   return NULL;
 }
 
