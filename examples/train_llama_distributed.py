@@ -39,6 +39,9 @@ import torch.nn.functional as F
 
 import torch_tpu  # noqa: F401  (the tpu device and the "tpu" c10d backend)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models.llama import RMSNorm, rotary_tables, rotate_half  # noqa: E402
+
 
 @dataclass
 class ModelArgs:
@@ -51,21 +54,6 @@ class ModelArgs:
     seq: int = 64
     norm_eps: float = 1e-5
     rope_theta: float = 10000.0
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim, eps):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
 
 
 class Attention(nn.Module):
@@ -131,12 +119,9 @@ class Transformer(nn.Module):
         self.layers = nn.ModuleDict({str(i): Block(a) for i in range(a.n_layers)})
         self.norm = RMSNorm(a.dim, a.norm_eps)
         self.output = nn.Linear(a.dim, a.vocab, bias=False)
-        hd = a.dim // a.n_heads
-        inv = 1.0 / (a.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
-        ang = torch.outer(torch.arange(a.seq, dtype=torch.float32), inv)
-        ang = torch.cat([ang, ang], -1)
-        self.register_buffer("rope_cos", ang.cos(), persistent=False)
-        self.register_buffer("rope_sin", ang.sin(), persistent=False)
+        cos, sin = rotary_tables(a.dim // a.n_heads, a.seq, a.rope_theta)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
         self.register_buffer("mask", torch.tril(torch.ones(a.seq, a.seq, dtype=torch.bool)),
                              persistent=False)
         for m in self.modules():
