@@ -36,7 +36,8 @@ from torch_tpu.serve import Engine, SamplingParams  # noqa: E402
 from torch_tpu.serve import kv_transfer  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from test_serve_server import ROOT, free_port, save_tiny_model, start_server  # noqa: E402
+from test_serve_server import (ROOT, free_port, save_tiny_model, start_server,  # noqa: E402
+                               wait_healthy)
 
 # test_serve_engine's engine shape: its programs are on disk for this file too
 ENGINE = dict(block_size=8, max_num_seqs=4, max_model_len=64, chunk_size=16, min_batch_bucket=4)
@@ -167,19 +168,6 @@ def test_engine_import_preempted_and_bad_payloads():
 # ---- over HTTP: real processes ------------------------------------------------------------------------
 
 
-def _wait(url, proc, what):
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited: {proc.stdout.read()}")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{what} did not start")
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     import subprocess
@@ -200,7 +188,7 @@ def cluster(tmp_path_factory):
                                "--health-interval", "0.2", "--read-timeout", "60"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rurl = f"http://127.0.0.1:{port}"
-    _wait(rurl, router, "router")
+    wait_healthy(rurl, router, "router")
     client = openai.OpenAI(base_url=rurl + "/v1", api_key="none", max_retries=0, timeout=120)
     yield rurl, client, procs, urls, model, tok
     for p in [router, *procs.values()]:

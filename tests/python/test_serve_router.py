@@ -21,7 +21,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from test_serve_server import ROOT, free_port  # noqa: E402
+from test_serve_server import ROOT, free_port, wait_healthy  # noqa: E402
 
 FAKE = r'''
 import asyncio, json, sys
@@ -50,19 +50,6 @@ uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 '''
 
 
-def _wait(url, proc, what):
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited: {proc.stdout.read()}")
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{what} did not start")
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     # one cluster for the file: the failover test (last) kills its backends
@@ -76,14 +63,14 @@ def cluster(tmp_path_factory):
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         urls[name] = f"http://127.0.0.1:{port}"
     for name in procs:
-        _wait(urls[name], procs[name], f"backend {name}")
+        wait_healthy(urls[name], procs[name], f"backend {name}")
     port = free_port()
     router = subprocess.Popen([sys.executable, "-m", "torch_tpu.serve.router", "--backend", urls["A"],
                                "--backend", urls["B"], "--port", str(port), "--health-interval", "0.2",
                                "--read-timeout", "30"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rurl = f"http://127.0.0.1:{port}"
-    _wait(rurl, router, "router")
+    wait_healthy(rurl, router, "router")
     yield rurl, procs, urls
     for p in [router, *procs.values()]:
         if p.poll() is None:

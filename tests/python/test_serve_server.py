@@ -69,17 +69,24 @@ def start_server(model_dir, extra=(), env=None):
                              "--served-model-name", "tiny", "--port", str(port), *SERVER_ARGS, *extra],
                             env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    wait_healthy(url, proc, "server")
+    return proc, url
+
+
+def wait_healthy(url, proc, what, timeout=120):
+    """Waits until `url`/health answers 200; raises (with the process's output)
+    if the process exits first, and kills it after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited {proc.returncode}:\n{proc.stdout.read()}")
+            raise RuntimeError(f"{what} exited {proc.returncode}:\n{proc.stdout.read()}")
         try:
             if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url
+                return
         except httpx.HTTPError:
             time.sleep(0.2)
     proc.kill()
-    raise RuntimeError("server did not become healthy in 120 s")
+    raise RuntimeError(f"{what} did not become healthy in {timeout} s")
 
 
 @pytest.fixture(scope="module")

@@ -141,6 +141,34 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
         best = max(live, key=lambda b: (b.match(keys), -b.in_flight))
         return best, best.match(keys)
 
+    async def open_stream(pool, keys, path, content, content_type, what, count_routing):
+        """POSTs to the best backend of `pool` and opens its streamed answer,
+        failing over to the next one on a refused connection (nothing has
+        reached the client yet). Returns (backend, response), or (None, an
+        error response for the client)."""
+        tried = []
+        while True:
+            b, matched = choose(keys, tried, pool)
+            if b is None:
+                stats["no_backend"] += 1
+                return None, _error(503, f"no healthy {what} is available"
+                                    + (f" (tried {', '.join(t.url for t in tried)})" if tried else ""))
+            tried.append(b)
+            if count_routing:
+                stats["prefix_routed" if matched else "load_routed"] += 1
+            req = client.build_request("POST", b.url + path, content=content,
+                                       headers={"content-type": content_type})
+            b.in_flight += 1
+            try:
+                return b, await client.send(req, stream=True)
+            except httpx.HTTPError as e:
+                b.in_flight -= 1
+                b.healthy = False
+                b.failures += 1
+                if not isinstance(e, (httpx.ConnectError, httpx.ConnectTimeout)):
+                    return None, _error(502, f"backend {b.url} failed: {type(e).__name__}: {e}")
+                stats["failovers"] += 1
+
     async def proxy(request: Request, path):
         raw = await request.body()
         try:
@@ -153,32 +181,9 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
         stream = bool(body.get("stream"))
         if prefill_pool:
             return await disaggregated(path, raw, keys, stream)
-        tried = []
-        while True:
-            b, matched = choose(keys, tried)
-            if b is None:
-                stats["no_backend"] += 1
-                return _error(503, "no healthy backend is available"
-                              + (f" (tried {', '.join(t.url for t in tried)})" if tried else ""))
-            tried.append(b)
-            stats["prefix_routed" if matched else "load_routed"] += 1
-            req = client.build_request("POST", b.url + path, content=raw,
-                                       headers={"content-type": "application/json"})
-            b.in_flight += 1
-            try:
-                resp = await client.send(req, stream=True)
-            except (httpx.ConnectError, httpx.ConnectTimeout):
-                b.in_flight -= 1
-                b.healthy = False
-                b.failures += 1
-                stats["failovers"] += 1
-                continue
-            except httpx.HTTPError as e:
-                b.in_flight -= 1
-                b.healthy = False
-                b.failures += 1
-                return _error(502, f"backend {b.url} failed: {type(e).__name__}: {e}")
-            break
+        b, resp = await open_stream(backends, keys, path, raw, "application/json", "backend", True)
+        if b is None:
+            return resp
         b.remember(keys)
         b.served += 1
         return await relay_response(b, resp, stream)
@@ -214,31 +219,10 @@ def build_router(urls, health_interval=1.0, read_timeout=120.0, max_keys=100_000
         b.served += 1
         payload = r.content
         stats["kv_transfer_bytes"] += len(payload)
-        tried = []
-        while True:
-            d, _ = choose([], tried, decode_pool)   # decode: by load
-            if d is None:
-                stats["no_backend"] += 1
-                return _error(503, "no healthy decode backend is available"
-                              + (f" (tried {', '.join(t.url for t in tried)})" if tried else ""))
-            tried.append(d)
-            req = client.build_request("POST", d.url + "/internal/decode", content=payload,
-                                       headers={"content-type": "application/octet-stream"})
-            d.in_flight += 1
-            try:
-                resp = await client.send(req, stream=True)
-            except (httpx.ConnectError, httpx.ConnectTimeout):
-                d.in_flight -= 1
-                d.healthy = False
-                d.failures += 1
-                stats["failovers"] += 1
-                continue
-            except httpx.HTTPError as e:
-                d.in_flight -= 1
-                d.healthy = False
-                d.failures += 1
-                return _error(502, f"backend {d.url} failed: {type(e).__name__}: {e}")
-            break
+        d, resp = await open_stream(decode_pool, [], "/internal/decode", payload,
+                                    "application/octet-stream", "decode backend", False)   # by load
+        if d is None:
+            return resp
         d.served += 1
         return await relay_response(d, resp, stream)
 
