@@ -90,7 +90,7 @@ def write_report(results, wall, args, path, *, opinfos, classes, foreach_tensors
              "the host-to-device copies of the inputs and the read-back are outside that window).")
     L.append("- **fallback_pass**: matches CPU, but some op fell back to CPU.")
     L.append("- **mismatch**: wrong values, shape, dtype, device, or strides of an output that "
-             "is a view on CPU (the only strides PyTorch promises); for error inputs: the right "
+             "is a view of an input on CPU (the only strides PyTorch promises); for error inputs: the right "
              "exception type with a message that does not match the OpInfo's regex.")
     L.append("- **expected_error**: CPU raises on every sample and tpu raises the same exception type.")
     L.append("- **unexpected_error**: tpu raises where CPU does not, raises another type, or "
@@ -116,14 +116,17 @@ def write_report(results, wall, args, path, *, opinfos, classes, foreach_tensors
              "Index outputs of sort/argsort (unless `stable=True`), topk, kthvalue, median, "
              "nanmedian and mode, whose order among equal values PyTorch leaves unspecified, "
              "pass when they are valid and select the same input values as CPU's. A float32 "
-             "gradient that misses the tolerance passes when it is at most twice as far from "
-             "the same gradient computed in float64 on CPU as CPU's float32 gradient is (the "
+             "(or complex64) output or gradient that misses the tolerance passes when it is at most twice as far from "
+             "the same value computed in float64 on CPU as CPU's float32 one is (the "
              "rule of `torch._dynamo.utils.same` with an fp64 reference): gradients that "
-             "cancel or sum many terms differ between two correct float32 implementations.")
+             "cancel or sum many terms differ between two correct float32 implementations. "
+             "Strides are compared for outputs that CPU returns as views of the sample's "
+             "inputs (the aliasing PyTorch promises); `x.to('cpu', ...)` samples expect CPU "
+             "outputs.")
     fp64 = sorted({r["key"] for r in results for s in r.get("samples", []) if s.get("fp64_ref")})
     if fp64:
         L.append("")
-        L.append("Backward cases passing by the float64-reference rule: "
+        L.append("Cases passing by the float64-reference rule: "
                  + ", ".join(f"`{k}`" for k in fp64) + ".")
     L.append("")
     L.append("## Totals")

@@ -18,6 +18,11 @@ static tt_dtype tensor_dtype(const tt_lower_ctx *c, int i) {
  * dtype), broadcast together. */
 static tt_error *two_parts(tt_lower_ctx *c, tt_val *x, tt_val *y) {
   tt_dtype a = tensor_dtype(c, 0), d = tensor_dtype(c, 1);
+  bool fa = a == TT_F16 || a == TT_F32 || a == TT_F64, fd = d == TT_F16 || d == TT_F32 || d == TT_F64;
+  if (!fa || !fd) /* CPU's order: the dtype class first, then equality */
+    return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT,
+                      "Expected both inputs to be Half, Float or Double tensors but got %s and %s",
+                      tt_dtype_torch_name(a), tt_dtype_torch_name(d));
   if (a != d)
     return tt_lc_fail(c, TT_ERR_INVALID_ARGUMENT, "Expected object of scalar type %s but got scalar type %s "
                       "for second argument", tt_dtype_torch_name(a), tt_dtype_torch_name(d));
