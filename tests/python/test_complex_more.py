@@ -216,3 +216,15 @@ def test_transposed_conjugate_views_keep_their_bit(no_fallbacks):
     n = torch._neg_view(t.mT)
     torch.testing.assert_close(n.clone().cpu(), -z.mT)
     torch.testing.assert_close((n * 1).cpu(), -z.mT)
+
+
+@pytest.mark.parametrize("da,db", [(torch.float32, torch.int32), (torch.int64, torch.int64),
+                                   (torch.bfloat16, torch.bfloat16), (torch.float32, torch.float64)])
+@pytest.mark.parametrize("fn", [torch.complex, torch.polar])
+def test_complex_polar_refuse_with_cpus_message(fn, da, db):
+    # CPU checks the dtype class (Half, Float or Double) before equality
+    def message(dev):
+        with pytest.raises(RuntimeError) as e:
+            fn(torch.ones(2, dtype=da, device=dev), torch.ones(2, dtype=db, device=dev))
+        return str(e.value).split("\n")[0]
+    assert message("tpu") == message("cpu")
