@@ -176,7 +176,7 @@ DEBUG_TESTS := $(addprefix tests/python/test_,modes.py debug_tools.py device_che
                views.py offsets.py memory.py fallback.py device.py training.py optim.py cache.py)
 
 test-python: build
-	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q tests/python
+	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q --durations=20 tests/python
 	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
 	TORCH_TPU_EAGER_MODE=debug PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(DEBUG_TESTS)
 
