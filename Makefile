@@ -211,6 +211,7 @@ examples:
 # checkpointing; --check compares each run's
 # per-step loss with one process on the same model and data.
 DIST_RUNS := "2 --dp 2" "2 --tp 2 --compile" "2 --tp 2 --sp" "4 --dp 2 --tp 2" "4 --dp 2 --tp 2 --sp" "4 --dp 4"
+DIST_THREAD_RUNS := "--threads 2 --dp 2" "--threads 4 --dp 4 --steps 10"
 .PHONY: examples-dist
 examples-dist:
 	$(MAKE) -j2 build
@@ -218,6 +219,10 @@ examples-dist:
 	  echo "=== torchrun --nproc-per-node $$n examples/train_llama_distributed.py $$* --check"; \
 	  OMP_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(PY) -m torch.distributed.run --nproc-per-node $$n \
 	    --standalone examples/train_llama_distributed.py $$* --check; \
+	done
+	@set -e; for run in $(DIST_THREAD_RUNS); do \
+	  echo "=== examples/train_llama_distributed.py $$run --check (ranks as threads, compiled transport)"; \
+	  OMP_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(PY) examples/train_llama_distributed.py $$run --check; \
 	done
 
 # torch_tpu.bench on minGPT (Fused, torch.compile, CPU eager): JSON and

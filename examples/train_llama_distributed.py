@@ -7,7 +7,13 @@ optionally, `torch.compile(backend="tpu")` per transformer block.
     torchrun --nproc-per-node 2 examples/train_llama_distributed.py --dp 2
     torchrun --nproc-per-node 2 examples/train_llama_distributed.py --tp 2 --compile
     torchrun --nproc-per-node 4 examples/train_llama_distributed.py --dp 2 --tp 2 --check
+    python examples/train_llama_distributed.py --threads 4 --dp 2 --tp 2 --check   # ranks as threads
     python examples/train_llama_distributed.py          # one process, no process group
+
+`--threads N` runs the N ranks as threads of one process, each on its own
+device of one client (`TORCH_TPU_NUM_DEVICES=N`), in PyTorch's threaded
+process-group world: the "tpu" backend sees every member in this process
+and picks the compiled transport (one SPMD program per collective).
 
 The order of wrapping is TorchTitan's: tensor parallelism on each block,
 then activation checkpointing, then compile, then FSDP2 on each block and
@@ -32,10 +38,27 @@ import sys
 import time
 from dataclasses import dataclass
 
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-import torch.nn.functional as F
+
+def _threads_requested(argv):
+    """--threads N from the command line, read before the plugin loads (its
+    device count is fixed then)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return None
+
+
+if _threads_requested(sys.argv[1:]) and __name__ == "__main__":
+    os.environ.setdefault("TORCH_TPU_NUM_DEVICES", _threads_requested(sys.argv[1:]))
+
+import threading  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 import torch_tpu  # noqa: F401  (the tpu device and the "tpu" c10d backend)
 
@@ -137,9 +160,13 @@ class Transformer(nn.Module):
         return self.output(self.norm(h))
 
 
+_rng_lock = threading.Lock()  # --threads: the ranks share the process's CPU generator
+
+
 def build_model(a: ModelArgs, seed: int):
-    torch.manual_seed(seed)
-    return Transformer(a)  # on CPU; every rank (and the reference) builds the same weights
+    with _rng_lock:
+        torch.manual_seed(seed)
+        return Transformer(a)  # on CPU; every rank (and the reference) builds the same weights
 
 
 def batch(step: int, a: ModelArgs, global_batch: int, seed: int):
@@ -296,6 +323,10 @@ def parse(argv=None):
                    help="compare the per-step loss with a one-process run (rank 0)")
     p.add_argument("--tol", type=float, default=None,
                    help="largest relative loss difference --check accepts (default 1e-4; 1e-2 with --bf16)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="run the dp x tp ranks as threads of this process (compiled transport)")
+    p.add_argument("--thread-mode", default="strict", choices=["strict", "fused"],
+                   help="--threads: each rank thread's eager mode")
     p.add_argument("--log-every", type=int, default=5)
     p.add_argument("--json", default=None, help="also write the summary to this file (rank 0)")
     return p.parse_args(argv)
@@ -303,8 +334,70 @@ def parse(argv=None):
 
 def main(argv=None):
     args = parse(argv)
+    if args.threads:
+        return run_threads(args)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     distributed = "RANK" in os.environ and world >= 1 and "MASTER_ADDR" in os.environ
+    tol = validate(args, world)
+    if distributed:
+        dist.init_process_group("tpu", timeout=datetime.timedelta(seconds=300))
+    return run_rank(args, world, distributed, tol)
+
+
+def run_threads(args):
+    """The ranks as threads of this process, each in its own thread-local
+    world (PyTorch's threaded process groups, as its own threaded tests)."""
+    from torch.testing._internal.distributed.multi_threaded_pg import _install_threaded_pg
+    n = args.threads
+    if torch.tpu.device_count() < n:
+        raise SystemExit(f"--threads {n}: the plugin has {torch.tpu.device_count()} device(s); set "
+                         f"TORCH_TPU_NUM_DEVICES={n} before torch_tpu is imported")
+    tol = validate(args, n)
+    if args.tp > 1:
+        # Measured with torch 2.13: with 2 rank threads, ColwiseParallel and
+        # RowwiseParallel layers fail in DTensor's sharding propagation
+        # ("Expected all tensors to be on the same device ... tpu:0 and
+        # tpu:1") once more than one TP layer runs, while one TP linear alone
+        # works: DTensor's propagation caches are shared by the threads.
+        raise SystemExit("--threads with --tp is refused: DTensor tensor parallelism is not "
+                         "thread-safe across rank threads in this PyTorch; use torchrun for TP")
+    if args.compile:  # not tried on rank threads
+        raise SystemExit("--threads with --compile is not supported; run compiled blocks under torchrun")
+    _install_threaded_pg()
+    torch._C._distributed_c10d._set_thread_isolation_mode(True)
+    store = dist.HashStore()
+    results, errors = [None] * n, []
+
+    def rank_main(r):
+        try:
+            torch.tpu.set_device(r)
+            dist.init_process_group("tpu", rank=r, world_size=n, store=store,
+                                    timeout=datetime.timedelta(seconds=300))
+            # backward on the rank's own thread: its world and device are
+            # thread-local, and autograd's device threads have neither.
+            # Strict eager: Fused eager keeps one region per process, so rank
+            # threads on different devices would cut each other's regions
+            # (a new program per interleaving)
+            with torch.autograd.set_multithreading_enabled(False), \
+                    torch_tpu.modes.eager_mode(args.thread_mode):
+                results[r] = run_rank(args, n, True, tol)
+        except BaseException as e:  # noqa: BLE001
+            import traceback
+            errors.append(f"rank {r}: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+
+    threads = [threading.Thread(target=rank_main, args=(r,), name=f"rank{r}") for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        print("\n".join(errors), file=sys.stderr, flush=True)
+        return 1
+    return results[0]
+
+
+def validate(args, world):
+    """Checks the mesh against the job; returns --check's tolerance."""
     if args.dp is None:
         args.dp = max(world // args.tp, 1)
     if args.dp * args.tp != world:
@@ -345,14 +438,15 @@ def main(argv=None):
     # are invisible here: tests/python/test_distributed.py checks that with
     # SGD.) bf16 parameters round every weight to 8 significant bits
     # (4e-3 relative): measured 6.3e-4 over 10 steps (dp2, compile), hence 1e-2.
-    tol = args.tol if args.tol is not None else (1e-2 if args.bf16 else 1e-4)
+    return args.tol if args.tol is not None else (1e-2 if args.bf16 else 1e-4)
+
+
+def run_rank(args, world, distributed, tol):
+    """One rank's run (the process group, if any, is initialised); returns
+    the process's exit status."""
     a = ModelArgs(vocab=args.vocab, dim=args.dim, n_layers=args.layers, n_heads=args.heads,
                   n_kv_heads=args.kv_heads, ffn=args.ffn, seq=args.seq)
-
-    rank = 0
-    if distributed:
-        dist.init_process_group("tpu", timeout=datetime.timedelta(seconds=300))
-        rank = dist.get_rank()
+    rank = dist.get_rank() if distributed else 0
     device = torch.device("tpu", torch.tpu.current_device())
 
     def log(msg):
@@ -365,16 +459,23 @@ def main(argv=None):
     dp_rank = 0
     if distributed:
         from torch.distributed.device_mesh import init_device_mesh
-        mesh = init_device_mesh("tpu", (args.dp, args.tp), mesh_dim_names=("dp", "tp"))
-        dp_rank = mesh["dp"].get_local_rank()
-        if args.tp > 1:
-            apply_tp(model, mesh["tp"], args.sp)
+        # a 2-D mesh only when both dimensions are used (a 1-D mesh otherwise)
+        if args.dp > 1 and args.tp > 1:
+            mesh = init_device_mesh("tpu", (args.dp, args.tp), mesh_dim_names=("dp", "tp"))
+            dp_mesh, tp_mesh = mesh["dp"], mesh["tp"]
+        elif args.tp > 1:
+            dp_mesh, tp_mesh = None, init_device_mesh("tpu", (args.tp,), mesh_dim_names=("tp",))
+        else:
+            dp_mesh, tp_mesh = init_device_mesh("tpu", (args.dp,), mesh_dim_names=("dp",)), None
+        dp_rank = dp_mesh.get_local_rank() if dp_mesh is not None else 0
+        if tp_mesh is not None:
+            apply_tp(model, tp_mesh, args.sp)
     if args.ac:
         apply_ac(model)
     if args.compile:
         apply_compile(model)
     if distributed and args.dp > 1:
-        apply_fsdp(model, mesh["dp"], args.bf16)
+        apply_fsdp(model, dp_mesh, args.bf16)
     transport = torch.tpu.distributed_transport() if distributed else {"transport": "none"}
     log(f"Llama-style model: {a.n_layers} layers, dim {a.dim}, {a.n_heads} heads "
         f"({a.n_kv_heads} kv), ffn {a.ffn}, vocab {a.vocab}: {n_params / 1e6:.2f}M parameters")
@@ -391,7 +492,7 @@ def main(argv=None):
     # the median step after the first (which compiles; a few later ones compile too)
     steady = sorted(times[1:] if len(times) > 1 else times)
     step_ms = 1000 * steady[len(steady) // 2]
-    out = dict(example="train_llama_distributed", world=world, dp=args.dp, tp=args.tp,
+    out = dict(example="train_llama_distributed", world=world, threads=args.threads, dp=args.dp, tp=args.tp,
                compile=args.compile, ac=args.ac, sp=args.sp, bf16=args.bf16, params=n_params, steps=args.steps,
                first_loss=losses[0], last_loss=losses[-1], losses=losses,
                step_ms=round(step_ms, 2), tokens_per_s=round(args.batch * a.seq / (step_ms / 1000), 1),

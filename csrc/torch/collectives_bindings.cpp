@@ -202,6 +202,49 @@ class TpuCompiledBackend : public c10d::Backend {
     output.copy_(out.view(output.sizes()));
     return completed({output});
   }
+  // scatter: every rank's row r of an all_to_all goes to rank r; the root
+  // sends its list, the others zeros, and each keeps the root's row (exact).
+  WorkPtr scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                  const c10d::ScatterOptions& opts) override {
+    TORCH_CHECK(outputs.size() == 1, "scatter: takes one output tensor, got ", outputs.size());
+    at::Tensor& out = outputs[0];
+    at::Tensor rows;
+    if (rank_ == opts.rootRank) {
+      TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+                  "scatter: the root needs one list of ", size_, " tensors");
+      std::vector<at::Tensor> flat;
+      for (auto& t : inputs[0]) {
+        TORCH_CHECK(t.numel() == out.numel() && t.scalar_type() == out.scalar_type(),
+                    "scatter: every input must match the output's size and dtype");
+        flat.push_back(t.reshape({1, -1}).to(out.device()));
+      }
+      rows = at::cat(flat, 0);
+    } else {
+      rows = at::zeros({size_, out.numel()}, out.options());
+    }
+    at::Tensor got = run(TT_COLL_ALL_TO_ALL, 0, rows);
+    out.copy_(got.select(0, opts.rootRank).view(out.sizes()));
+    return completed(outputs);
+  }
+  // gather: an all_gather whose rows only the root keeps.
+  WorkPtr gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                 const c10d::GatherOptions& opts) override {
+    TORCH_CHECK(inputs.size() == 1, "gather: takes one input tensor, got ", inputs.size());
+    at::Tensor all = run(TT_COLL_ALL_GATHER, 0, inputs[0].reshape({1, -1}));
+    if (rank_ != opts.rootRank) return completed({});
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
+                "gather: the root needs one list of ", size_, " tensors");
+    for (int r = 0; r < size_; r++) outputs[0][r].copy_(all.select(0, r).view(outputs[0][r].sizes()));
+    return completed(outputs[0]);
+  }
+  // reduce: an all_reduce whose result only the root keeps.
+  WorkPtr reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
+    for (auto& t : tensors) {
+      at::Tensor r = run(TT_COLL_ALL_REDUCE, reduce_code(opts.reduceOp), t);
+      if (rank_ == opts.rootRank) t.copy_(r);
+    }
+    return completed(tensors);
+  }
   WorkPtr barrier(const c10d::BarrierOptions&) override {
     at::Tensor t = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(
                                       c10::Device(c10::DeviceType::PrivateUse1,
