@@ -11,6 +11,7 @@
 
 #include <Python.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -18,14 +19,29 @@
 #include <vector>
 
 #include "torch/bridge.h"
+#include "torch/collectives_bindings.h"
 
 extern "C" {
 #include "core/trace.h"
 #include "dist/collectives.h"
 #include "graph/core.h"
+#include "graph/region.h"
 }
 
 namespace torch_tpu {
+
+namespace {
+std::atomic<int64_t> g_host_flushes{0};      // Fused regions flushed by host-transport collectives
+std::atomic<int64_t> g_compiled_flushes{0};  // ... by compiled-transport collectives
+}  // namespace
+
+void collective_flush(const at::Tensor& t, bool host_transport) {
+  if (t.device().type() != c10::DeviceType::PrivateUse1 || !t.has_storage()) return;
+  bool flushed = false;
+  raise_if_error(tt_region_flush_for_collective(storage_of(t), &flushed));
+  if (flushed) (host_transport ? g_host_flushes : g_compiled_flushes)++;
+}
+
 namespace {
 
 struct CollGroup {
@@ -63,6 +79,7 @@ at::Tensor coll_run(const CollGroup& grp, int kind, int reduce, const std::vecto
   if (c.storage_offset() != 0 ||
       c.storage().nbytes() != static_cast<size_t>(c.numel()) * c.element_size())
     c = c.clone(at::MemoryFormat::Contiguous);
+  collective_flush(c, /*host_transport=*/false);
   tt_buffer* buf = nullptr;
   raise_if_error(tt_storage_ensure(storage_of(c), dt, &buf));
   tt_buffer_retain(buf);
@@ -258,8 +275,18 @@ void register_collectives(py::module_& m) {
     d["compiles"] = s.compiles;
     d["errors"] = s.errors;
     d["launch_seconds"] = s.launch_seconds;
+    d["host_flushes"] = g_host_flushes.load();
+    d["compiled_flushes"] = g_compiled_flushes.load();
     return d;
   });
+  m.def(
+      "_coll_flush_for_collective",
+      [](const at::Tensor& t, const std::string& transport) {
+        TORCH_CHECK(transport == "host" || transport == "compiled",
+                    "transport must be 'host' or 'compiled', got '", transport, "'");
+        collective_flush(t, transport == "host");
+      },
+      py::arg("tensor"), py::arg("transport"));
 }
 
 }  // namespace torch_tpu
