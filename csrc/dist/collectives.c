@@ -303,7 +303,7 @@ static tt_error *program_for(tt_runtime *rt, const char *text, const int *device
   tt_error *err = tt_compile_spmd(rt, text, tl, devices, n, &exe);
   if (err) {
     free(key);
-    return tt_error_wrap(err, "compiling the collective for %d devices", n);
+    return tt_error_wrap(err, "compiling the collective for %d devices: ", n);
   }
   double secs = now_s() - t0;
   pthread_mutex_lock(&g_stats_lock);
@@ -494,7 +494,7 @@ static tt_error *launch_program(tt_coll_group *g) {
   tt_executable *exe = NULL;
   tt_error *err = program_for(g->rt, text, g->devices, g->n, &exe);
   free(text);
-  if (err) return tt_error_wrap(err, "%s", s0->what);
+  if (err) return tt_error_wrap(err, "%s: ", s0->what);
   if (tt_executable_num_outputs(exe) != s0->n_outs) {
     int k = tt_executable_num_outputs(exe);
     tt_executable_release(exe);
@@ -523,7 +523,7 @@ static tt_error *launch_program(tt_coll_group *g) {
   }
   free(ins);
   free(outs);
-  return err ? tt_error_wrap(err, "%s over %d devices", s0->what, g->n) : NULL;
+  return err ? tt_error_wrap(err, "%s over %d devices: ", s0->what, g->n) : NULL;
 }
 
 /* Every rank arrived (lock held): runs the collective, fills the results. */
@@ -564,7 +564,7 @@ static tt_error *launch_round(tt_coll_group *g, tt_buffer **outs) {
   free(ins);
   tt_executable_release(exe);
   if (!err) note_launch(secs, false);
-  return err ? tt_error_wrap(err, "%s over %d devices", tt_coll_kind_name(s0->op.kind), g->n) : NULL;
+  return err ? tt_error_wrap(err, "%s over %d devices: ", tt_coll_kind_name(s0->op.kind), g->n) : NULL;
 }
 
 /* Ends the round (lock held): every arrived rank gets its output or a copy
