@@ -112,6 +112,24 @@ class CompiledGroup:
         """(source, target) rank pairs; a rank no pair targets receives zeros."""
         return self._run("collective_permute", tensor, pairs=pairs, timeout=timeout)
 
+    def run_program(self, text: str, *tensors, num_outputs: int = 1, what: str = "program",
+                    timeout=None):
+        """One whole StableHLO program over the group, launched once on every rank's device.
+
+        Every rank's thread calls it with the same ``text`` (a module whose
+        ``@main`` takes each argument as a flat 1-D ``tensor<numel x dtype>``
+        of the tensor's elements, as Fused regions pass theirs) and its own
+        tensors on its own device; the program may hold collectives
+        (``stablehlo.all_reduce`` ... over ``replica_groups`` of partition ids,
+        ``use_global_device_ids``, distinct channel handles) among other ops.
+        The last rank to arrive compiles it for the group's partitions and
+        device assignment (cached) and launches it once; each rank gets its
+        own ``num_outputs`` results. Ranks whose texts, or whose arguments'
+        dtypes and sizes, differ all get a RuntimeError naming ``what``; a
+        rank that does not come within ``timeout`` makes the others raise."""
+        t = self.timeout if timeout is None else float(timeout)
+        return self._g.run_program(what, text, list(tensors), int(num_outputs), t)
+
     def process_group(self, rank: int):
         """Rank `rank`'s own ``torch.distributed.ProcessGroup`` on the compiled transport.
 
@@ -140,5 +158,8 @@ class CompiledGroup:
 
 
 def stats() -> dict:
-    """Counters of the compiled transport: launches, compiles, errors, launch seconds."""
+    """Counters of the compiled transport: launches (of which ``programs``: whole
+    programs of ``run_program``), compiles, errors, launch seconds, and Fused
+    regions flushed by collectives: ``compiled_flushes`` (this transport) and
+    ``host_flushes`` (the host transport, gloo staging)."""
     return dict(_C._coll_stats())

@@ -144,8 +144,69 @@ static tt_error *check_op(const tt_coll_op *op, int n, tt_dtype dtype, const int
   return NULL;
 }
 
-tt_error *tt_coll_emit(const tt_coll_op *op, int n, tt_dtype dtype, const int64_t *dims, int ndim,
-                       char **text, int64_t *out_dims) {
+/* The collective's ops on %arg0, from `%0 = ...` to `func.return`. */
+static void emit_body(text_buf *t, const tt_coll_op *op, int n, tt_dtype dtype, const int64_t *dims,
+                      int ndim, const int64_t *out_dims, int channel) {
+  tprintf(t, "    %%0 = \"stablehlo.%s\"(%%arg0) ", tt_coll_kind_name(op->kind));
+  char channel_attr[96];
+  snprintf(channel_attr, sizeof channel_attr,
+           "channel_handle = #stablehlo.channel_handle<handle = %d, type = 1>", channel);
+  switch (op->kind) {
+  case TT_COLL_ALL_REDUCE:
+  case TT_COLL_REDUCE_SCATTER:
+    print_region(t, reduce_body(op->reduce, dtype), dtype);
+    tprintf(t, " {%s, ", channel_attr);
+    print_groups(t, n);
+    if (op->kind == TT_COLL_REDUCE_SCATTER) tprintf(t, ", scatter_dimension = 0 : i64");
+    tprintf(t, ", use_global_device_ids}");
+    break;
+  case TT_COLL_ALL_GATHER:
+    tprintf(t, "{all_gather_dim = 0 : i64, %s, ", channel_attr);
+    print_groups(t, n);
+    tprintf(t, ", use_global_device_ids}");
+    break;
+  case TT_COLL_ALL_TO_ALL:
+    tprintf(t, "{%s, concat_dimension = 0 : i64, ", channel_attr);
+    print_groups(t, n);
+    tprintf(t, ", split_count = %d : i64, split_dimension = 0 : i64}", n);
+    break;
+  case TT_COLL_PERMUTE:
+    tprintf(t, "{%s, source_target_pairs = dense<[", channel_attr);
+    for (int i = 0; i < op->n_pairs; i++)
+      tprintf(t, i ? ", [%d, %d]" : "[%d, %d]", op->pairs[2 * i], op->pairs[2 * i + 1]);
+    tprintf(t, "]> : tensor<%dx2xi64>}", op->n_pairs);
+    break;
+  default: break;
+  }
+  tprintf(t, " : (");
+  print_type(t, dtype, dims, ndim);
+  tprintf(t, ") -> ");
+  print_type(t, dtype, out_dims, ndim);
+  tprintf(t, "\n");
+  const char *result = "%0";
+  bool reduces = op->kind == TT_COLL_ALL_REDUCE || op->kind == TT_COLL_REDUCE_SCATTER;
+  if (reduces && op->reduce == TT_RED_AVG) {
+    tprintf(t, "    %%1 = \"stablehlo.constant\"() {value = dense<%d%s> : ", n,
+            tt_dtype_is_floating(dtype) ? ".0" : "");
+    print_type(t, dtype, out_dims, ndim);
+    tprintf(t, "} : () -> ");
+    print_type(t, dtype, out_dims, ndim);
+    tprintf(t, "\n    %%2 = \"stablehlo.divide\"(%%0, %%1) : (");
+    print_type(t, dtype, out_dims, ndim);
+    tprintf(t, ", ");
+    print_type(t, dtype, out_dims, ndim);
+    tprintf(t, ") -> ");
+    print_type(t, dtype, out_dims, ndim);
+    tprintf(t, "\n");
+    result = "%2";
+  }
+  tprintf(t, "    \"func.return\"(%s) : (", result);
+  print_type(t, dtype, out_dims, ndim);
+  tprintf(t, ") -> ()\n  }\n");
+}
+
+static tt_error *emit_checked(const tt_coll_op *op, int n, tt_dtype dtype, const int64_t *dims,
+                              int ndim, char **text, int64_t *out_dims) {
   if (!op || !text || !out_dims || (ndim > 0 && !dims))
     return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_coll_emit: NULL argument");
   *text = NULL;
@@ -153,67 +214,43 @@ tt_error *tt_coll_emit(const tt_coll_op *op, int n, tt_dtype dtype, const int64_
   for (int i = 0; i < ndim; i++) out_dims[i] = dims[i];
   if (op->kind == TT_COLL_ALL_GATHER) out_dims[0] = dims[0] * n;
   if (op->kind == TT_COLL_REDUCE_SCATTER) out_dims[0] = dims[0] / n;
+  return NULL;
+}
 
+tt_error *tt_coll_emit(const tt_coll_op *op, int n, tt_dtype dtype, const int64_t *dims, int ndim,
+                       char **text, int64_t *out_dims) {
+  TT_TRY(emit_checked(op, n, dtype, dims, ndim, text, out_dims));
   text_buf t = {0};
   tprintf(&t, "module @tt_collective attributes {mhlo.num_partitions = %d : i32, "
               "mhlo.num_replicas = 1 : i32} {\n  func.func public @main(%%arg0: ", n);
   print_type(&t, dtype, dims, ndim);
   tprintf(&t, ") -> (");
   print_type(&t, dtype, out_dims, ndim);
-  tprintf(&t, ") {\n    %%0 = \"stablehlo.%s\"(%%arg0) ", tt_coll_kind_name(op->kind));
-  const char *channel = "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>";
-  switch (op->kind) {
-  case TT_COLL_ALL_REDUCE:
-  case TT_COLL_REDUCE_SCATTER:
-    print_region(&t, reduce_body(op->reduce, dtype), dtype);
-    tprintf(&t, " {%s, ", channel);
-    print_groups(&t, n);
-    if (op->kind == TT_COLL_REDUCE_SCATTER) tprintf(&t, ", scatter_dimension = 0 : i64");
-    tprintf(&t, ", use_global_device_ids}");
-    break;
-  case TT_COLL_ALL_GATHER:
-    tprintf(&t, "{all_gather_dim = 0 : i64, %s, ", channel);
-    print_groups(&t, n);
-    tprintf(&t, ", use_global_device_ids}");
-    break;
-  case TT_COLL_ALL_TO_ALL:
-    tprintf(&t, "{%s, concat_dimension = 0 : i64, ", channel);
-    print_groups(&t, n);
-    tprintf(&t, ", split_count = %d : i64, split_dimension = 0 : i64}", n);
-    break;
-  case TT_COLL_PERMUTE:
-    tprintf(&t, "{%s, source_target_pairs = dense<[", channel);
-    for (int i = 0; i < op->n_pairs; i++)
-      tprintf(&t, i ? ", [%d, %d]" : "[%d, %d]", op->pairs[2 * i], op->pairs[2 * i + 1]);
-    tprintf(&t, "]> : tensor<%dx2xi64>}", op->n_pairs);
-    break;
-  default: break;
+  tprintf(&t, ") {\n");
+  emit_body(&t, op, n, dtype, dims, ndim, out_dims, 1);
+  tprintf(&t, "}\n");
+  if (t.failed) {
+    free(t.p);
+    return oom();
   }
-  tprintf(&t, " : (");
+  *text = t.p;
+  return NULL;
+}
+
+tt_error *tt_coll_emit_function(const tt_coll_op *op, int n, tt_dtype dtype, const int64_t *dims,
+                                int ndim, int channel, const char *symbol, char **text,
+                                int64_t *out_dims) {
+  TT_TRY(emit_checked(op, n, dtype, dims, ndim, text, out_dims));
+  if (!symbol || !*symbol || channel < 1)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                        "tt_coll_emit_function: needs a symbol and a channel >= 1");
+  text_buf t = {0};
+  tprintf(&t, "  func.func private @%s(%%arg0: ", symbol);
   print_type(&t, dtype, dims, ndim);
-  tprintf(&t, ") -> ");
+  tprintf(&t, ") -> (");
   print_type(&t, dtype, out_dims, ndim);
-  tprintf(&t, "\n");
-  const char *result = "%0";
-  bool reduces = op->kind == TT_COLL_ALL_REDUCE || op->kind == TT_COLL_REDUCE_SCATTER;
-  if (reduces && op->reduce == TT_RED_AVG) {
-    tprintf(&t, "    %%1 = \"stablehlo.constant\"() {value = dense<%d%s> : ", n,
-            tt_dtype_is_floating(dtype) ? ".0" : "");
-    print_type(&t, dtype, out_dims, ndim);
-    tprintf(&t, "} : () -> ");
-    print_type(&t, dtype, out_dims, ndim);
-    tprintf(&t, "\n    %%2 = \"stablehlo.divide\"(%%0, %%1) : (");
-    print_type(&t, dtype, out_dims, ndim);
-    tprintf(&t, ", ");
-    print_type(&t, dtype, out_dims, ndim);
-    tprintf(&t, ") -> ");
-    print_type(&t, dtype, out_dims, ndim);
-    tprintf(&t, "\n");
-    result = "%2";
-  }
-  tprintf(&t, "    \"func.return\"(%s) : (", result);
-  print_type(&t, dtype, out_dims, ndim);
-  tprintf(&t, ") -> ()\n  }\n}\n");
+  tprintf(&t, ") {\n");
+  emit_body(&t, op, n, dtype, dims, ndim, out_dims, channel);
   if (t.failed) {
     free(t.p);
     return oom();
@@ -266,7 +303,7 @@ static tt_error *program_for(tt_runtime *rt, const char *text, const int *device
   tt_error *err = tt_compile_spmd(rt, text, tl, devices, n, &exe);
   if (err) {
     free(key);
-    return tt_error_wrap(err, "compiling the collective for %d devices", n);
+    return tt_error_wrap(err, "compiling the collective for %d devices: ", n);
   }
   double secs = now_s() - t0;
   pthread_mutex_lock(&g_stats_lock);
@@ -299,6 +336,12 @@ typedef struct {
   int ndim;
   int64_t dims[TT_MAX_DIMS];
   tt_buffer *in; /* borrowed from the waiting caller */
+  /* tt_coll_run_program: the rank's whole program (all borrowed) */
+  bool is_program;
+  const char *what, *text;
+  tt_buffer *const *args;
+  int n_args, n_outs;
+  tt_buffer **prog_outs; /* filled by the launching rank */
   bool has_result;
   tt_buffer *out;
   tt_error *err;
@@ -375,6 +418,10 @@ int tt_coll_group_rank_of(const tt_coll_group *g, int device) {
 }
 
 static void describe_slot(const coll_slot *s, char *buf, size_t size) {
+  if (s->is_program) {
+    snprintf(buf, size, "%s (%d inputs, %d outputs)", s->what, s->n_args, s->n_outs);
+    return;
+  }
   size_t k = (size_t)snprintf(buf, size, "%s %s[", tt_coll_kind_name(s->op.kind),
                               tt_dtype_torch_name(s->dtype));
   for (int i = 0; i < s->ndim && k < size; i++)
@@ -384,7 +431,17 @@ static void describe_slot(const coll_slot *s, char *buf, size_t size) {
     snprintf(buf + k, size - k, " %s", tt_coll_reduce_name(s->op.reduce));
 }
 
+static bool same_program(const coll_slot *a, const coll_slot *b) {
+  if (a->n_args != b->n_args || a->n_outs != b->n_outs || strcmp(a->text, b->text)) return false;
+  for (int i = 0; i < a->n_args; i++)
+    if (tt_buffer_dtype(a->args[i]) != tt_buffer_dtype(b->args[i]) ||
+        tt_buffer_numel(a->args[i]) != tt_buffer_numel(b->args[i]))
+      return false;
+  return true;
+}
+
 static bool same_request(const coll_slot *a, const coll_slot *b) {
+  if (a->is_program || b->is_program) return a->is_program && b->is_program && same_program(a, b);
   if (a->op.kind != b->op.kind || a->dtype != b->dtype || a->ndim != b->ndim) return false;
   for (int i = 0; i < a->ndim; i++)
     if (a->dims[i] != b->dims[i]) return false;
@@ -397,19 +454,95 @@ static bool same_request(const coll_slot *a, const coll_slot *b) {
   return true;
 }
 
+static const char *slot_name(const coll_slot *s) {
+  return s->is_program ? s->what : tt_coll_kind_name(s->op.kind);
+}
+
+static void note_launch(double secs, bool program) {
+  pthread_mutex_lock(&g_stats_lock);
+  g_stats.launches++;
+  g_stats.programs += program;
+  g_stats.launch_seconds += secs;
+  pthread_mutex_unlock(&g_stats_lock);
+}
+
+/* A program built for one device (its module says mhlo.num_partitions = 1,
+ * as the region builder writes it) made to say n: malloc'd. */
+static char *with_partitions(const char *text, int n) {
+  static const char one[] = "mhlo.num_partitions = 1 : i32";
+  const char *at = strstr(text, one);
+  size_t tl = strlen(text);
+  char *out = malloc(tl + 16);
+  if (!out) return NULL;
+  if (!at) {
+    memcpy(out, text, tl + 1);
+    return out;
+  }
+  size_t head = (size_t)(at - text);
+  memcpy(out, text, head);
+  int k = snprintf(out + head, 48, "mhlo.num_partitions = %d : i32", n);
+  memcpy(out + head + (size_t)k, at + sizeof one - 1, tl - head - (sizeof one - 1) + 1);
+  return out;
+}
+
+/* A program round (lock held): every rank's arguments, one launch, each
+ * rank's outputs into its prog_outs. */
+static tt_error *launch_program(tt_coll_group *g) {
+  const coll_slot *s0 = &g->slots[0];
+  char *text = with_partitions(s0->text, g->n);
+  if (!text) return oom();
+  tt_executable *exe = NULL;
+  tt_error *err = program_for(g->rt, text, g->devices, g->n, &exe);
+  free(text);
+  if (err) return tt_error_wrap(err, "%s: ", s0->what);
+  if (tt_executable_num_outputs(exe) != s0->n_outs) {
+    int k = tt_executable_num_outputs(exe);
+    tt_executable_release(exe);
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT, "%s: the program has %d outputs, %d were asked for",
+                        s0->what, k, s0->n_outs);
+  }
+  int na = s0->n_args, no = s0->n_outs;
+  tt_buffer **ins = malloc(sizeof *ins * (size_t)(g->n * na + 1));
+  tt_buffer **outs = calloc((size_t)(g->n * no + 1), sizeof *outs);
+  if (!ins || !outs) {
+    free(ins);
+    free(outs);
+    tt_executable_release(exe);
+    return oom();
+  }
+  for (int r = 0; r < g->n; r++)
+    for (int i = 0; i < na; i++) ins[r * na + i] = g->slots[r].args[i];
+  double t0 = now_s();
+  err = tt_execute_spmd(exe, g->devices, ins, na, outs, no);
+  double secs = now_s() - t0;
+  tt_executable_release(exe);
+  if (!err) {
+    note_launch(secs, true);
+    for (int r = 0; r < g->n; r++)
+      for (int o = 0; o < no; o++) g->slots[r].prog_outs[o] = outs[r * no + o];
+  }
+  free(ins);
+  free(outs);
+  return err ? tt_error_wrap(err, "%s over %d devices: ", s0->what, g->n) : NULL;
+}
+
 /* Every rank arrived (lock held): runs the collective, fills the results. */
 static tt_error *launch_round(tt_coll_group *g, tt_buffer **outs) {
   const coll_slot *s0 = &g->slots[0];
   for (int r = 1; r < g->n; r++) {
     if (same_request(s0, &g->slots[r])) continue;
-    char a[160], b[160];
+    char a[200], b[200];
     describe_slot(s0, a, sizeof a);
     describe_slot(&g->slots[r], b, sizeof b);
+    bool programs = s0->is_program && g->slots[r].is_program && !strcmp(a, b);
     return tt_error_new(TT_ERR_INVALID_ARGUMENT,
-                        "%s: the ranks' tensors (or ops) differ, so no rank ran it: rank 0 has "
-                        "%s; rank %d has %s",
-                        tt_coll_kind_name(s0->op.kind), a, r, b);
+                        "%s: the ranks' %s differ, so no rank ran it: rank 0 has %s; rank %d has "
+                        "%s%s",
+                        slot_name(s0), s0->is_program ? "programs" : "tensors (or ops)", a, r, b,
+                        programs ? " (the same ops, but a different program: other shapes, "
+                                   "dtypes or connections)" : "");
   }
+  if (s0->is_program) return launch_program(g);
   /* the shape's rules, then the program on the flat elements */
   TT_TRY(check_op(&s0->op, g->n, s0->dtype, s0->dims, s0->ndim));
   char *text = NULL;
@@ -430,13 +563,8 @@ static tt_error *launch_round(tt_coll_group *g, tt_buffer **outs) {
   double secs = now_s() - t0;
   free(ins);
   tt_executable_release(exe);
-  if (!err) {
-    pthread_mutex_lock(&g_stats_lock);
-    g_stats.launches++;
-    g_stats.launch_seconds += secs;
-    pthread_mutex_unlock(&g_stats_lock);
-  }
-  return err ? tt_error_wrap(err, "%s over %d devices", tt_coll_kind_name(s0->op.kind), g->n) : NULL;
+  if (!err) note_launch(secs, false);
+  return err ? tt_error_wrap(err, "%s over %d devices: ", tt_coll_kind_name(s0->op.kind), g->n) : NULL;
 }
 
 /* Ends the round (lock held): every arrived rank gets its output or a copy
@@ -453,13 +581,60 @@ static void finish_round(tt_coll_group *g, tt_buffer **outs, tt_error *err) {
     s->present = false;
     s->in = NULL;
     s->has_result = true;
-    s->out = outs ? outs[r] : NULL;
+    s->out = outs && !s->is_program ? outs[r] : NULL;
     s->err = err ? tt_error_new(tt_error_code_of(err), "%s", tt_error_message(err)) : NULL;
     if (err && !s->err) s->err = oom();
   }
   tt_error_free(err);
   g->arrived = 0;
   pthread_cond_broadcast(&g->cv);
+}
+
+/* Rank s (g->slots[rank], filled, lock held) has arrived: the last rank
+ * launches; the others wait for it at most timeout_s. Returns with the
+ * slot's result set. */
+static void arrive(tt_coll_group *g, int rank, const char *name, double timeout_s) {
+  coll_slot *s = &g->slots[rank];
+  if (++g->arrived == g->n) {
+    tt_buffer **outs = calloc((size_t)g->n, sizeof *outs);
+    tt_error *err = outs ? launch_round(g, outs) : oom();
+    finish_round(g, err ? NULL : outs, err);
+    free(outs);
+    return;
+  }
+  double deadline = now_s() + timeout_s;
+  struct timespec ts;
+  ts.tv_sec = (time_t)deadline;
+  ts.tv_nsec = (long)((deadline - (double)ts.tv_sec) * 1e9);
+  while (!s->has_result) {
+    int rc = pthread_cond_timedwait(&g->cv, &g->lock, &ts);
+    if (s->has_result || rc == 0) continue;
+    /* Timed out: the round is abandoned for every rank that came. */
+    char missing[256];
+    size_t k = 0;
+    missing[0] = 0;
+    for (int r = 0; r < g->n && k < sizeof missing; r++)
+      if (!g->slots[r].present)
+        k += (size_t)snprintf(missing + k, sizeof missing - k, k ? ", %d" : "%d", r);
+    finish_round(g, NULL,
+                 tt_error_new(TT_ERR_RUNTIME,
+                              "%s: timed out after %.3g s waiting for rank(s) %s of a group of "
+                              "%d (rank %d waited); every rank must call the same collective",
+                              name, timeout_s, missing, g->n, rank));
+  }
+}
+
+/* The slot of rank, claimed for a new round (lock held), or an error. */
+static tt_error *claim(tt_coll_group *g, int rank, const char *name) {
+  coll_slot *s = &g->slots[rank];
+  if (s->present || s->has_result)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                        "%s: rank %d is already inside a collective of this group (two threads "
+                        "calling as one rank?)",
+                        name, rank);
+  s->present = true;
+  s->is_program = false;
+  return NULL;
 }
 
 tt_error *tt_coll_run(tt_coll_group *g, int rank, const tt_coll_op *op, tt_buffer *in,
@@ -484,48 +659,19 @@ tt_error *tt_coll_run(tt_coll_group *g, int rank, const tt_coll_op *op, tt_buffe
   if (!(timeout_s > 0)) timeout_s = 1e-3;
 
   pthread_mutex_lock(&g->lock);
-  coll_slot *s = &g->slots[rank];
-  if (s->present || s->has_result) {
+  tt_error *err = claim(g, rank, name);
+  if (err) {
     pthread_mutex_unlock(&g->lock);
-    return tt_error_new(TT_ERR_INVALID_ARGUMENT,
-                        "%s: rank %d is already inside a collective of this group (two threads "
-                        "calling as one rank?)",
-                        name, rank);
+    return err;
   }
-  s->present = true;
+  coll_slot *s = &g->slots[rank];
   s->op = *op;
   s->dtype = tt_buffer_dtype(in);
   s->ndim = ndim;
   if (ndim) memcpy(s->dims, dims, (size_t)ndim * sizeof *dims);
   s->in = in;
-  if (++g->arrived == g->n) {
-    tt_buffer **outs = calloc((size_t)g->n, sizeof *outs);
-    tt_error *err = outs ? launch_round(g, outs) : oom();
-    finish_round(g, err ? NULL : outs, err);
-    free(outs);
-  } else {
-    double deadline = now_s() + timeout_s;
-    struct timespec ts;
-    ts.tv_sec = (time_t)deadline;
-    ts.tv_nsec = (long)((deadline - (double)ts.tv_sec) * 1e9);
-    while (!s->has_result) {
-      int rc = pthread_cond_timedwait(&g->cv, &g->lock, &ts);
-      if (s->has_result || rc == 0) continue;
-      /* Timed out: the round is abandoned for every rank that came. */
-      char missing[256];
-      size_t k = 0;
-      missing[0] = 0;
-      for (int r = 0; r < g->n && k < sizeof missing; r++)
-        if (!g->slots[r].present)
-          k += (size_t)snprintf(missing + k, sizeof missing - k, k ? ", %d" : "%d", r);
-      finish_round(g, NULL,
-                   tt_error_new(TT_ERR_RUNTIME,
-                                "%s: timed out after %.3g s waiting for rank(s) %s of a group of "
-                                "%d (rank %d waited); every rank must call the same collective",
-                                name, timeout_s, missing, g->n, rank));
-    }
-  }
-  tt_error *err = s->err;
+  arrive(g, rank, name, timeout_s);
+  err = s->err;
   *out = s->out;
   if (!err && out_dims) {
     for (int i = 0; i < ndim; i++) out_dims[i] = dims[i];
@@ -536,5 +682,52 @@ tt_error *tt_coll_run(tt_coll_group *g, int rank, const tt_coll_op *op, tt_buffe
   s->out = NULL;
   s->has_result = false;
   pthread_mutex_unlock(&g->lock);
+  return err;
+}
+
+tt_error *tt_coll_run_program(tt_coll_group *g, int rank, const char *what, const char *text,
+                              tt_buffer *const *args, int n_args, tt_buffer **outs, int n_outs,
+                              double timeout_s) {
+  if (!g || !text || (n_args > 0 && !args) || (n_outs > 0 && !outs) || n_args < 0 || n_outs < 0)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_coll_run_program: bad arguments");
+  if (!what) what = "program";
+  for (int o = 0; o < n_outs; o++) outs[o] = NULL;
+  if (rank < 0 || rank >= g->n)
+    return tt_error_new(TT_ERR_INDEX, "%s: rank %d out of range (group of %d)", what, rank, g->n);
+  for (int i = 0; i < n_args; i++)
+    if (!args[i] || tt_buffer_device(args[i]) != g->devices[rank])
+      return tt_error_new(TT_ERR_INVALID_ARGUMENT,
+                          "%s: rank %d's argument %d is %s device %d; the rank's device is %d",
+                          what, rank, i, args[i] ? "on" : "missing, not on",
+                          args[i] ? tt_buffer_device(args[i]) : -1, g->devices[rank]);
+  if (!(timeout_s > 0)) timeout_s = 1e-3;
+  pthread_mutex_lock(&g->lock);
+  tt_error *err = claim(g, rank, what);
+  if (err) {
+    pthread_mutex_unlock(&g->lock);
+    return err;
+  }
+  coll_slot *s = &g->slots[rank];
+  s->is_program = true;
+  s->what = what;
+  s->text = text;
+  s->args = args;
+  s->n_args = n_args;
+  s->n_outs = n_outs;
+  s->prog_outs = outs;
+  arrive(g, rank, what, timeout_s);
+  err = s->err;
+  s->err = NULL;
+  s->has_result = false;
+  s->is_program = false;
+  s->text = s->what = NULL;
+  s->args = NULL;
+  s->prog_outs = NULL;
+  pthread_mutex_unlock(&g->lock);
+  if (err)
+    for (int o = 0; o < n_outs; o++) {
+      tt_buffer_release(outs[o]);
+      outs[o] = NULL;
+    }
   return err;
 }

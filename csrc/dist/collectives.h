@@ -60,6 +60,15 @@ const char *tt_coll_reduce_name(tt_coll_reduce r); /* "sum" */
 tt_error *tt_coll_emit(const tt_coll_op *op, int n, tt_dtype dtype, const int64_t *dims, int ndim,
                        char **text, int64_t *out_dims);
 
+/* The same collective as a private function `@symbol` of one argument (one
+ * rank's tensor) returning the result, for a program that calls it among
+ * other ops (tt_b_add_function + tt_b_call): whole `func.func private`
+ * text, malloc'd. Collectives of one program need distinct channels
+ * (>= 1). */
+tt_error *tt_coll_emit_function(const tt_coll_op *op, int n, tt_dtype dtype, const int64_t *dims,
+                                int ndim, int channel, const char *symbol, char **text,
+                                int64_t *out_dims);
+
 typedef struct tt_coll_group tt_coll_group;
 
 /* A group of n ranks over client devices devices[0..n-1] (distinct). */
@@ -83,8 +92,26 @@ tt_error *tt_coll_run(tt_coll_group *g, int rank, const tt_coll_op *op, tt_buffe
                       const int64_t *dims, int ndim, double timeout_s, tt_buffer **out,
                       int64_t *out_dims);
 
+/* Rank `rank`'s part of launching one whole program over the group (e.g. a
+ * Fused region that holds collectives: compute, all_reduce, compute): every
+ * rank passes the program's StableHLO text and its own n_args argument
+ * buffers on its device (borrowed); the ranks meet in the same rendezvous as
+ * tt_coll_run. The last to arrive checks that every rank passed the same
+ * text and arguments of the same dtypes and sizes; else every rank gets an
+ * error naming `what` (e.g. "fused region of 5 ops (mul ... add)") and each
+ * rank's description, and nothing runs. Otherwise it compiles the text for n
+ * partitions with the group's device assignment (cached under the text and
+ * the devices; a module saying mhlo.num_partitions = 1, as the region
+ * builder writes, is made to say n) and launches it once; each rank's
+ * outs[0..n_outs) receives its own results (new references). A rank that
+ * does not arrive within timeout_s makes the others fail, as tt_coll_run. */
+tt_error *tt_coll_run_program(tt_coll_group *g, int rank, const char *what, const char *text,
+                              tt_buffer *const *args, int n_args, tt_buffer **outs, int n_outs,
+                              double timeout_s);
+
 typedef struct {
   int64_t launches;      /* multi-device programs launched */
+  int64_t programs;      /* of which whole programs (tt_coll_run_program) */
   int64_t compiles;      /* programs compiled (cache misses) */
   int64_t errors;        /* rounds that ended in an error */
   double launch_seconds; /* wall time of launches, compile excluded */

@@ -112,7 +112,7 @@ struct replay_request {
 
 static const char *const reason_names[TT_FLUSH_REASONS] = {
     "sync", "host_read", "outside_write", "loop_boundary", "size_cap", "device_change",
-    "dtype_change", "capture"};
+    "dtype_change", "capture", "collective"};
 
 const char *tt_flush_reason_name(tt_flush_reason r) {
   return r >= 0 && r < TT_FLUSH_REASONS ? reason_names[r] : "?";
@@ -931,6 +931,20 @@ static tt_error *region_storage_sync(tt_storage *s, bool for_write) {
   pthread_mutex_lock(&R.lock);
   tt_error *err = NULL;
   if (slot_of(s) >= 0) err = flush_locked(for_write ? TT_FLUSH_WRITE : TT_FLUSH_HOST_READ);
+  pthread_mutex_unlock(&R.lock);
+  return err;
+}
+
+tt_error *tt_region_flush_for_collective(tt_storage *s, bool *flushed) {
+  if (flushed) *flushed = false;
+  if (!s || flushing) return NULL;
+  pthread_mutex_lock(&R.lock);
+  tt_error *err = NULL;
+  int k = slot_of(s);
+  if (k >= 0 && R.slots[k].written) { /* a pending value */
+    err = flush_locked(TT_FLUSH_COLLECTIVE);
+    if (flushed) *flushed = true;
+  }
   pthread_mutex_unlock(&R.lock);
   return err;
 }

@@ -30,6 +30,7 @@ typedef enum {
   TT_FLUSH_DEVICE,     /* an op on another device */
   TT_FLUSH_DTYPE,      /* a storage read as another dtype */
   TT_FLUSH_CAPTURE,    /* graph capture began or ended */
+  TT_FLUSH_COLLECTIVE, /* a collective read or wrote a pending value (tt_region_flush_for_collective) */
   TT_FLUSH_REASONS
 } tt_flush_reason;
 
@@ -43,6 +44,11 @@ tt_error *tt_region_record(const char *op_name, tt_lower_fn fn, tt_program *plan
 
 /* Compiles (or finds) and launches the recorded ops. No-op when empty. */
 tt_error *tt_region_flush(tt_flush_reason reason);
+
+/* A collective is about to read storage s: when s holds a value pending in
+ * the open region, the region is flushed with reason TT_FLUSH_COLLECTIVE
+ * and *flushed (may be NULL) is set; otherwise nothing happens. */
+tt_error *tt_region_flush_for_collective(tt_storage *s, bool *flushed);
 
 /* Graph capture (torch.compile): between begin and end, loop detection and
  * the size cap are off, so the captured ops form one program unless an op

@@ -11,6 +11,7 @@
 
 #include <Python.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -18,14 +19,29 @@
 #include <vector>
 
 #include "torch/bridge.h"
+#include "torch/collectives_bindings.h"
 
 extern "C" {
 #include "core/trace.h"
 #include "dist/collectives.h"
 #include "graph/core.h"
+#include "graph/region.h"
 }
 
 namespace torch_tpu {
+
+namespace {
+std::atomic<int64_t> g_host_flushes{0};      // Fused regions flushed by host-transport collectives
+std::atomic<int64_t> g_compiled_flushes{0};  // ... by compiled-transport collectives
+}  // namespace
+
+void collective_flush(const at::Tensor& t, bool host_transport) {
+  if (t.device().type() != c10::DeviceType::PrivateUse1 || !t.has_storage()) return;
+  bool flushed = false;
+  raise_if_error(tt_region_flush_for_collective(storage_of(t), &flushed));
+  if (flushed) (host_transport ? g_host_flushes : g_compiled_flushes)++;
+}
+
 namespace {
 
 struct CollGroup {
@@ -63,6 +79,7 @@ at::Tensor coll_run(const CollGroup& grp, int kind, int reduce, const std::vecto
   if (c.storage_offset() != 0 ||
       c.storage().nbytes() != static_cast<size_t>(c.numel()) * c.element_size())
     c = c.clone(at::MemoryFormat::Contiguous);
+  collective_flush(c, /*host_transport=*/false);
   tt_buffer* buf = nullptr;
   raise_if_error(tt_storage_ensure(storage_of(c), dt, &buf));
   tt_buffer_retain(buf);
@@ -91,6 +108,66 @@ at::Tensor coll_run(const CollGroup& grp, int kind, int reduce, const std::vecto
   raise_if_error(err);
   return wrap_buffer(out, dt, static_cast<int>(dims.size()), out_dims,
                      static_cast<c10::DeviceIndex>(device));
+}
+
+// Rank `tensors[0].device()`'s part of one whole program over the group
+// (tt_coll_run_program): each argument is passed as the flat buffer of its
+// elements (a 1-D tensor<numel x dtype> parameter, as Fused regions pass
+// theirs); the results keep the shapes the program gives them.
+std::vector<at::Tensor> coll_run_program(const CollGroup& grp, const std::string& what,
+                                         const std::string& text, const std::vector<at::Tensor>& tensors,
+                                         int num_outputs, double timeout_s) {
+  TORCH_CHECK(!tensors.empty(), what, ": needs at least one tensor argument (it names the rank)");
+  TORCH_CHECK(num_outputs >= 0, what, ": num_outputs must be >= 0");
+  int device = -1;
+  std::vector<tt_buffer*> bufs;
+  std::vector<at::Tensor> keep;
+  auto release = [&bufs]() {
+    for (tt_buffer* b : bufs) tt_buffer_release(b);
+  };
+  try {
+    for (const at::Tensor& t : tensors) {
+      TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, what,
+                  ": program arguments must be tpu tensors, got one on ", t.device());
+      if (device < 0) device = t.device().index();
+      TORCH_CHECK(t.device().index() == device, what, ": arguments on tpu:", device, " and tpu:",
+                  t.device().index(), "; a rank's arguments sit on its own device");
+      at::Tensor c = t.contiguous();
+      if (c.storage_offset() != 0 ||
+          c.storage().nbytes() != static_cast<size_t>(c.numel()) * c.element_size())
+        c = c.clone(at::MemoryFormat::Contiguous);
+      collective_flush(c, /*host_transport=*/false);
+      tt_buffer* buf = nullptr;
+      raise_if_error(tt_storage_ensure(storage_of(c), to_core_dtype(c.scalar_type()), &buf));
+      tt_buffer_retain(buf);
+      bufs.push_back(buf);
+      keep.push_back(c);
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+  int rank = tt_coll_group_rank_of(grp.g, device);
+  if (rank < 0) release();
+  TORCH_CHECK(rank >= 0, what, ": the arguments are on tpu:", device,
+              ", which is no rank's device in this group");
+  std::vector<tt_buffer*> outs(static_cast<size_t>(num_outputs) + 1, nullptr);
+  tt_error* err;
+  {
+    std::optional<py::gil_scoped_release> no_gil;
+    if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+    err = tt_coll_run_program(grp.g, rank, what.c_str(), text.c_str(), bufs.data(),
+                              static_cast<int>(bufs.size()), outs.data(), num_outputs, timeout_s);
+  }
+  release();
+  raise_if_error(err);
+  std::vector<at::Tensor> results;
+  for (int o = 0; o < num_outputs; o++) {
+    tt_buffer* b = outs[static_cast<size_t>(o)];
+    results.push_back(wrap_buffer(b, tt_buffer_dtype(b), tt_buffer_ndim(b), tt_buffer_dims(b),
+                                  static_cast<c10::DeviceIndex>(device)));
+  }
+  return results;
 }
 
 using c10d::Work;
@@ -282,7 +359,9 @@ void register_collectives(py::module_& m) {
            py::arg("devices"))
       .def_readonly("devices", &CollGroup::devices)
       .def("run", &coll_run, py::arg("kind"), py::arg("reduce"), py::arg("pairs"),
-           py::arg("tensor"), py::arg("timeout"));
+           py::arg("tensor"), py::arg("timeout"))
+      .def("run_program", &coll_run_program, py::arg("what"), py::arg("text"), py::arg("tensors"),
+           py::arg("num_outputs"), py::arg("timeout"));
   m.def("_register_compiled_backend", [](py::module_ self) {
     // after torch.distributed is imported (its Backend class must exist)
     py::module_::import("torch.distributed");
@@ -301,8 +380,19 @@ void register_collectives(py::module_& m) {
     d["compiles"] = s.compiles;
     d["errors"] = s.errors;
     d["launch_seconds"] = s.launch_seconds;
+    d["programs"] = s.programs;
+    d["host_flushes"] = g_host_flushes.load();
+    d["compiled_flushes"] = g_compiled_flushes.load();
     return d;
   });
+  m.def(
+      "_coll_flush_for_collective",
+      [](const at::Tensor& t, const std::string& transport) {
+        TORCH_CHECK(transport == "host" || transport == "compiled",
+                    "transport must be 'host' or 'compiled', got '", transport, "'");
+        collective_flush(t, transport == "host");
+      },
+      py::arg("tensor"), py::arg("transport"));
 }
 
 }  // namespace torch_tpu
