@@ -228,6 +228,19 @@ def world_rank(r, store):
     record("world/funcol/all_reduce", torch.equal(y.cpu(), reference("all_reduce", "sum", xs)[r]), f"rank {r}")
     z = funcol.all_gather_tensor(xs[r].to(d), 0, dist.group.WORLD)
     record("world/funcol/all_gather_tensor", torch.equal(z.cpu(), torch.cat(xs)), f"rank {r}")
+    # scatter / gather / reduce to a root that is not rank 0
+    root = N - 1
+    sc = torch.empty(2 * N, 3, device=d)
+    dist.scatter(sc, [x.to(d) for x in xs] if r == root else None, src=root)
+    record("world/scatter", torch.equal(sc.cpu(), xs[r]), f"rank {r}")
+    gl = [torch.empty(2 * N, 3, device=d) for _ in range(N)] if r == root else None
+    dist.gather(xs[r].to(d), gl, dst=root)
+    record("world/gather", r != root or all(torch.equal(g.cpu(), xs[q]) for q, g in enumerate(gl)),
+           f"rank {r}")
+    rd = xs[r].to(d)
+    dist.reduce(rd, dst=root, op=dist.ReduceOp.MAX)
+    want_rd = reference("all_reduce", "max", xs)[r] if r == root else xs[r]  # others keep theirs
+    record("world/reduce", torch.equal(rd.cpu(), want_rd), f"rank {r}")
     objs = [None] * N
     dist.all_gather_object(objs, {"rank": r})
     record("world/all_gather_object", objs == [{"rank": q} for q in range(N)], f"rank {r}: {objs}")

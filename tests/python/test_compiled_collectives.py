@@ -66,5 +66,6 @@ def test_collectives_as_threads(n, tmp_path):
                  "transport/compiled", "threads/finished", "c10d/transport",
                  f"devices{list(range(n))[::-1]}", "world/transport", "world/all_reduce/avg",
                  "world/broadcast", "world/funcol/all_reduce", "world/funcol/all_gather_tensor",
+                 "world/scatter", "world/gather", "world/reduce",
                  "world/all_gather_object", "world/ddp", "world/fsdp2", "world/finished"] + ([f"devices{[n - 1, 1]}"] if n > 2 else []):
         assert name in res, name
