@@ -45,13 +45,13 @@ import threading
 
 import torch
 
-_settings = {"static_cache": True, "host_loop": True}
+_settings = {"static_cache": True, "host_loop": True, "replay": True}
 _lock = threading.Lock()
 _TARGET = "transformers.generation.utils"
 MIN_BUCKET = 64
 
 
-def configure(*, static_cache=None, host_loop=None):
+def configure(*, static_cache=None, host_loop=None, replay=None):
     """Turn the tpu generate defaults on or off for the process; returns the
     previous settings as a dict."""
     with _lock:
@@ -60,7 +60,16 @@ def configure(*, static_cache=None, host_loop=None):
             _settings["static_cache"] = bool(static_cache)
         if host_loop is not None:
             _settings["host_loop"] = bool(host_loop)
+        if replay is not None:
+            _settings["replay"] = bool(replay)
     return before
+
+
+def replay_stats(reset=False):
+    """Decode steps replayed, steps recorded for a replay, and why other
+    forwards were not replayed (reason -> count), in this process."""
+    from . import _decode_replay
+    return _decode_replay.stats(reset)
 
 
 def cache_bucket(length, context=None):
@@ -139,31 +148,64 @@ def _wants_default_cache(model, generation_config, kwargs):
     return bool(supports()) if callable(supports) else False
 
 
-def _to_device_hook(device, whole):
+def _to_device_hook(device):
     def hook(module, args, kwargs):
-        if whole:  # one program per forward: Fused loop detection would cut between layers
-            from . import _graph
-            cm = _graph.capture()
-            cm.__enter__()
-            _open_captures().append(cm)
         return _to(args, device), _to(kwargs, device)
     return hook
 
 
-def _end_capture_hook(module, args, kwargs, output):
-    opened = _open_captures()
-    if opened:
-        opened.pop().__exit__(None, None, None)
-
-
 _local = threading.local()
+_installed = {}  # id(model) -> [generate calls inside, had an instance forward, that forward]
 
 
-def _open_captures():
-    # captures the pre-hook opened on this thread (generate runs the forward on its own thread)
-    if not hasattr(_local, "captures"):
-        _local.captures = []
-    return _local.captures
+def _active():
+    # the models whose generate runs on this thread (generate runs the forward on its thread)
+    if not hasattr(_local, "active"):
+        _local.active = {}
+    return _local.active
+
+
+def _install_forward(model):
+    """Makes the model's forward, while one of its generate calls runs on
+    this thread, run as one Fused region (`_graph.capture()`: Fused loop
+    detection would cut it between identical layers) and replay recorded
+    decode steps (torch_tpu/_decode_replay.py) unless replay is off."""
+    from . import _decode_replay, _graph
+
+    with _lock:
+        rec = _installed.get(id(model))
+        if rec is not None:
+            rec[0] += 1
+            return
+        had = "forward" in model.__dict__
+        inner = model.forward
+        replaying = _decode_replay.replaying_forward(model, inner)
+
+        def forward(*args, **kwargs):
+            mode = _active().get(id(model))
+            if mode is None:  # another thread, or outside generate
+                return inner(*args, **kwargs)
+            if mode:
+                return replaying(*args, **kwargs)
+            with _graph.capture():
+                return inner(*args, **kwargs)
+
+        functools.update_wrapper(forward, inner)  # HF inspects the forward's signature
+        _installed[id(model)] = [1, had, model.__dict__.get("forward")]
+        object.__setattr__(model, "forward", forward)
+
+
+def _uninstall_forward(model):
+    with _lock:
+        rec = _installed[id(model)]
+        rec[0] -= 1
+        if rec[0]:
+            return
+        del _installed[id(model)]
+        if rec[1]:
+            object.__setattr__(model, "forward", rec[2])
+        else:
+            object.__delattr__(model, "forward")
 
 
 def _whole_forward(model):
@@ -212,9 +254,13 @@ def _wrap(generate):
         kwargs = {k: (_to(v, cpu) if k not in ("cache", "past_key_values") else v)
                   for k, v in kwargs.items()}
         whole = _whole_forward(self)
-        handle = self.register_forward_pre_hook(_to_device_hook(device, whole), with_kwargs=True)
-        end = self.register_forward_hook(_end_capture_hook, with_kwargs=True, always_call=True) \
-            if whole else None
+        handle = self.register_forward_pre_hook(_to_device_hook(device), with_kwargs=True)
+        active = _active()
+        nested = id(self) in active
+        if whole:
+            _install_forward(self)
+            previous = active.get(id(self))
+            active[id(self)] = _settings["replay"]
         try:
             import warnings
             with warnings.catch_warnings():
@@ -224,8 +270,12 @@ def _wrap(generate):
                 out = generate(self, inputs, generation_config, **kwargs)
         finally:
             handle.remove()
-            if end is not None:
-                end.remove()
+            if whole:
+                if nested:
+                    active[id(self)] = previous
+                else:
+                    active.pop(id(self), None)
+                _uninstall_forward(self)
         return _move_result(out, device)
 
     tpu_generate._torch_tpu_wrapped = True
