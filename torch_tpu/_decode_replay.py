@@ -245,11 +245,81 @@ def _record(replays, entry, forward, kwargs, arglist, cache, tensors):
     return out
 
 
+PREFILL_STEPWISE_MAX = 64  # prompts up to this length are prefilled token by token
+
+
+def _stepwise_prefill(model, kwargs):
+    """(cache, prompt ids on the host) when the call is a prefill that can
+    run as single-token decode steps, else None.
+
+    Prefilling a short prompt one token at a time with the decode step's
+    program saves compiling a second forward program (seconds on XLA:CPU,
+    most of a first `generate` call) for a few decode steps' time. Only a
+    plain causal prefill qualifies: `input_ids` of 2 to PREFILL_STEPWISE_MAX
+    tokens with positions 0, 1, ... (no padding: HF passes no mask then), a
+    fresh (never written) StaticCache of plain layers, only the last
+    position's logits wanted (`logits_to_keep=1`, as generate asks), outside
+    autocast and grad mode."""
+    names = {k for k, v in kwargs.items() if v is not None}
+    cache_key = "cache" if "cache" in names else "past_key_values"
+    if names - {"input_ids", cache_key, "position_ids", "logits_to_keep", "use_cache", "return_dict"} \
+            or not {"input_ids", "position_ids"} <= names:
+        return None
+    ids, pos = kwargs["input_ids"], kwargs["position_ids"]
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or not 1 < ids.shape[1] <= PREFILL_STEPWISE_MAX:
+        return None
+    if not isinstance(pos, torch.Tensor) or pos.shape != ids.shape or pos.device != ids.device:
+        return None
+    if ids.device.type != "tpu" or kwargs.get("logits_to_keep") != 1 or type(kwargs["logits_to_keep"]) is not int:
+        return None
+    if kwargs.get("use_cache") is False or kwargs.get("return_dict") is False:
+        return None
+    if torch.is_grad_enabled() or torch.is_autocast_enabled("tpu"):
+        return None
+    StaticCache, StaticLayer = _static_cache_types()
+    cache = kwargs.get(cache_key)
+    if type(cache) is not StaticCache or getattr(cache, "offloading", False):
+        return None
+    if not all(type(layer) is StaticLayer and not layer.is_initialized for layer in cache.layers):
+        return None
+    ids_host, pos_host = ids.cpu(), pos.cpu()
+    if not torch.equal(pos_host, torch.arange(ids.shape[1]).expand_as(pos_host)):
+        return None
+    return cache, ids_host
+
+
+def _prefill_by_steps(model, kwargs, plan, step):
+    cache, ids = plan
+    device = kwargs["input_ids"].device
+    cfg = model.config.get_text_config(decoder=True) if hasattr(model.config, "get_text_config") \
+        else model.config
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    batch, n = ids.shape
+    cache.early_initialization(batch, heads, head_dim, model.dtype, device)
+    length = cache.layers[0].max_cache_len
+    positions = torch.arange(length)
+    out = None
+    for i in range(n):
+        # the inputs HF gives the decode step at position i
+        call = dict(kwargs)
+        call["input_ids"] = torch.empty((batch, 1), dtype=ids.dtype).copy_(ids[:, i:i + 1]).to(device)
+        call["position_ids"] = torch.full((batch, 1), i, dtype=kwargs["position_ids"].dtype).to(device)
+        mask = (positions <= i).view(1, 1, 1, length).expand(batch, 1, 1, length).contiguous()
+        call["attention_mask"] = mask.to(device)
+        out = step(**call)
+    return out  # the last position's logits (logits_to_keep=1) and the cache
+
+
 def replaying_forward(model, forward):
     """`forward` (the model's bound forward) with decode steps replayed."""
     replays = _replays_for(model)
 
     def run(*args, **kwargs):
+        if not args:
+            prefill = _stepwise_prefill(model, kwargs)
+            if prefill is not None:
+                return _prefill_by_steps(model, kwargs, prefill, run)
         plan = _plan(model, args, kwargs)
         if isinstance(plan, str):
             _note(plan)

@@ -183,7 +183,9 @@ def _install_forward(model):
 
         def forward(*args, **kwargs):
             mode = _active().get(id(model))
-            if mode is None:  # another thread, or outside generate
+            if mode is None or torch.compiler.is_compiling():
+                # another thread, outside generate, or traced by Dynamo (HF
+                # compiles the forward for a user's static cache)
                 return inner(*args, **kwargs)
             if mode:
                 return replaying(*args, **kwargs)
