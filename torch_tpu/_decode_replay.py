@@ -339,12 +339,12 @@ def replaying_forward(model, forward):
         why = None
         if not entry.ready:
             why = "recording (the first steps of a layout)"
-        elif entry.cache() is not cache:
-            why = "another cache object"
         elif not _same(entry.tensors, tensors):
             why = "a parameter or buffer was replaced"
         elif entry.versions != tuple(t._version for t in tensors):
             why = "a parameter or buffer was modified in place"
+        elif entry.cache() is not cache:
+            why = "another cache object"
         else:
             outs = _graph.replay(entry.handle, arglist)
             if outs is not None:
