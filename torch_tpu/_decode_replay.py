@@ -119,19 +119,29 @@ def _static_cache_types():
 
 def _module_tensors(model):
     """The parameters and buffers (deduplicated, in module order), or a
-    reason why the model's state rules replays out."""
-    tensors, seen = [], set()
-    for m in model.modules():
-        if m.training:
+    reason why the model's state rules replays out. (A plain walk over
+    `_modules`: `model.modules()` costs several times more per step.)"""
+    tensors, seen, mods, stack = [], set(), set(), [model]
+    while stack:
+        m = stack.pop()
+        if id(m) in mods:
+            continue
+        mods.add(id(m))
+        d = m.__dict__
+        if d["training"]:
             return "a module is in training mode"
-        if m is not model and (m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
-                               or m._backward_pre_hooks):
+        if m is not model and (d["_forward_hooks"] or d["_forward_pre_hooks"] or d["_backward_hooks"]
+                               or d["_backward_pre_hooks"]):
             return "a submodule has hooks"
-        for group in (m._parameters, m._buffers):
-            for t in group.values():
-                if t is not None and id(t) not in seen:
-                    seen.add(id(t))
-                    tensors.append(t)
+        for t in d["_parameters"].values():
+            if t is not None and id(t) not in seen:
+                seen.add(id(t))
+                tensors.append(t)
+        for t in d["_buffers"].values():
+            if t is not None and id(t) not in seen:
+                seen.add(id(t))
+                tensors.append(t)
+        stack.extend(c for c in reversed(d["_modules"].values()) if c is not None)
     return tensors
 
 
