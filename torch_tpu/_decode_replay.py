@@ -326,7 +326,8 @@ def replaying_forward(model, forward):
     replays = _replays_for(model)
 
     def run(*args, **kwargs):
-        if not args:
+        from .generation import _settings
+        if not args and _settings["stepwise_prefill"]:
             prefill = _stepwise_prefill(model, kwargs)
             if prefill is not None:
                 return _prefill_by_steps(model, kwargs, prefill, run)

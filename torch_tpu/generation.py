@@ -34,9 +34,30 @@ devices):
   region (`torch_tpu._graph.capture()`): Fused eager's loop detection would
   cut it between identical layers (3 programs for a 4-layer Llama, each a
   compile of seconds on the first call).
+* **Decode steps replayed** (torch_tpu/_decode_replay.py, like CUDA graphs
+  for static-cache decode): once a decode forward has been recorded as one
+  region program (two steps that agree), later steps with the same inputs'
+  layout launch that program directly with the new token, position and mask
+  and the current parameters and cache tensors, skipping HF's Python forward
+  and the ~350 ops it dispatches per token. Guarded (see that module): grad
+  mode, hooks, training mode, autocast, argument layouts, the same
+  parameters at the same version counters, the same cache object, plain
+  StaticCache layers; anything else runs the forward. Off:
+  `configure(replay=False)`.
+* **Short prompts prefilled as decode steps.** A plain causal prefill of at
+  most 64 tokens into a fresh static cache runs token by token through the
+  decode step's program, so a call compiles one forward program instead of
+  two (the prefill program is seconds of XLA:CPU compile, most of a first
+  call). Off: `configure(stepwise_prefill=False)`.
 
-`torch_tpu.generation.configure(static_cache=False, host_loop=False)` turns
-either off for the process (both on by default).
+`torch_tpu.generation.configure(static_cache=False, host_loop=False,
+replay=False, stepwise_prefill=False)` turns any of these off for the process
+(all on by default); `replay_stats()` counts replayed steps and why others
+were not.
+
+Figures (benchmarks/hf_decode.py, the examples' 4-layer Llama, XLA:CPU on
+the shared 2-core machine; ratios against CPU eager in the same run):
+FIGURES
 """
 import functools
 import importlib.abc
@@ -45,13 +66,13 @@ import threading
 
 import torch
 
-_settings = {"static_cache": True, "host_loop": True, "replay": True}
+_settings = {"static_cache": True, "host_loop": True, "replay": True, "stepwise_prefill": True}
 _lock = threading.Lock()
 _TARGET = "transformers.generation.utils"
 MIN_BUCKET = 64
 
 
-def configure(*, static_cache=None, host_loop=None, replay=None):
+def configure(*, static_cache=None, host_loop=None, replay=None, stepwise_prefill=None):
     """Turn the tpu generate defaults on or off for the process; returns the
     previous settings as a dict."""
     with _lock:
@@ -62,6 +83,8 @@ def configure(*, static_cache=None, host_loop=None, replay=None):
             _settings["host_loop"] = bool(host_loop)
         if replay is not None:
             _settings["replay"] = bool(replay)
+        if stepwise_prefill is not None:
+            _settings["stepwise_prefill"] = bool(stepwise_prefill)
     return before
 
 
