@@ -57,7 +57,15 @@ were not.
 
 Figures (benchmarks/hf_decode.py, the examples' 4-layer Llama, XLA:CPU on
 the shared 2-core machine; ratios against CPU eager in the same run):
-FIGURES
+2026-12-06, load average 11-12 (2 cores shared): steady state, 32 new tokens
+per call: Fused eager with the static cache and replay 2.87x CPU eager (on
+one thread, the faster CPU variant on the loaded machine), 1.12x without
+replay; a first call of 256 new tokens in a fresh process with an empty
+persistent cache: 4.45 s, 0.52x CPU eager (0.31x without the stepwise
+prefill, 0.23x without it and replay); 4 programs compiled by the first
+call's process, of which one forward program (the decode step; two with the
+prefill program) and a 3-op cache initialization, 0 for later calls in the
+same bucket; greedy tokens identical to CPU.
 """
 import functools
 import importlib.abc
