@@ -286,6 +286,13 @@ def _stepwise_prefill(model, kwargs):
         return None
     if torch.is_grad_enabled() or torch.is_autocast_enabled("tpu"):
         return None
+    # the step mask built below is sdpa's (boolean, True: attend); models
+    # whose keys and values differ in head size are left to the prefill
+    cfg = _text_config(model)
+    if getattr(cfg, "_attn_implementation", None) != "sdpa":
+        return None
+    if any(getattr(cfg, k, None) is not None for k in ("v_head_dim", "kv_lora_rank", "qk_nope_head_dim")):
+        return None
     StaticCache, StaticLayer = _static_cache_types()
     cache = kwargs.get(cache_key)
     if type(cache) is not StaticCache or getattr(cache, "offloading", False):
@@ -298,11 +305,23 @@ def _stepwise_prefill(model, kwargs):
     return cache, ids_host
 
 
-def _prefill_by_steps(model, kwargs, plan, step):
+def _text_config(model):
+    cfg = model.config
+    return cfg.get_text_config(decoder=True) if hasattr(cfg, "get_text_config") else cfg
+
+
+def _uninitialize(cache):
+    for layer in cache.layers:  # as StaticLayer.__init__ leaves it
+        for name in ("keys", "values"):
+            layer.__dict__.pop(name, None)
+        layer.cumulative_length = torch.tensor(0, dtype=int)
+        layer.is_initialized = False
+
+
+def _prefill_by_steps(model, kwargs, plan, step, forward):
     cache, ids = plan
     device = kwargs["input_ids"].device
-    cfg = model.config.get_text_config(decoder=True) if hasattr(model.config, "get_text_config") \
-        else model.config
+    cfg = _text_config(model)
     heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     batch, n = ids.shape
@@ -317,7 +336,16 @@ def _prefill_by_steps(model, kwargs, plan, step):
         call["position_ids"] = torch.full((batch, 1), i, dtype=kwargs["position_ids"].dtype).to(device)
         mask = (positions <= i).view(1, 1, 1, length).expand(batch, 1, 1, length).contiguous()
         call["attention_mask"] = mask.to(device)
-        out = step(**call)
+        if i:
+            out = step(**call)
+            continue
+        try:
+            out = step(**call)
+        except Exception:  # noqa: BLE001 - the cache's guessed layout did not fit this model
+            _uninitialize(cache)
+            _note("the stepwise prefill failed; prefilled as one forward")
+            with _graph.capture():
+                return forward(**kwargs)
     return out  # the last position's logits (logits_to_keep=1) and the cache
 
 
@@ -330,7 +358,7 @@ def replaying_forward(model, forward):
         if not args and _settings["stepwise_prefill"]:
             prefill = _stepwise_prefill(model, kwargs)
             if prefill is not None:
-                return _prefill_by_steps(model, kwargs, prefill, run)
+                return _prefill_by_steps(model, kwargs, prefill, run, forward)
         plan = _plan(model, args, kwargs)
         if isinstance(plan, str):
             _note(plan)

@@ -249,3 +249,25 @@ def test_replay_skipped_for_dynamic_cache_and_hooks(llama):
     assert torch.equal(got, _greedy(cpu, prompt, 8))
     assert len(seen) == 8 + PROMPT_LEN - 1, len(seen)
     assert torch_tpu.generation.replay_stats()["replays"] == 0
+
+
+def test_stepwise_prefill_falls_back_when_the_cache_layout_is_wrong(llama, monkeypatch):
+    # a model whose key/value head size the stepwise prefill guesses wrong:
+    # the first step fails, the cache is put back and the prompt is prefilled
+    # by one forward, with the same tokens as CPU
+    from torch_tpu import _decode_replay
+
+    cpu, dev, prompt = llama
+    real = _decode_replay._text_config
+
+    def wrong(model):
+        cfg = copy.copy(real(model))
+        cfg.head_dim = 2 * (cfg.hidden_size // cfg.num_attention_heads)
+        return cfg
+
+    monkeypatch.setattr(_decode_replay, "_text_config", wrong)
+    torch_tpu.generation.replay_stats(reset=True)
+    got = _greedy(dev, prompt.to("tpu"), 6)
+    assert torch.equal(got, _greedy(cpu, prompt, 6))
+    stats = torch_tpu.generation.replay_stats()
+    assert stats["fallbacks"].get("the stepwise prefill failed; prefilled as one forward") == 1, stats
