@@ -57,15 +57,19 @@ were not.
 
 Figures (benchmarks/hf_decode.py, the examples' 4-layer Llama, XLA:CPU on
 the shared 2-core machine; ratios against CPU eager in the same run):
-2026-12-06, load average 11-12 (2 cores shared): steady state, 32 new tokens
-per call: Fused eager with the static cache and replay 2.87x CPU eager (on
-one thread, the faster CPU variant on the loaded machine), 1.12x without
-replay; a first call of 256 new tokens in a fresh process with an empty
-persistent cache: 4.45 s, 0.52x CPU eager (0.31x without the stepwise
-prefill, 0.23x without it and replay); 4 programs compiled by the first
-call's process, of which one forward program (the decode step; two with the
-prefill program) and a 3-op cache initialization, 0 for later calls in the
-same bucket; greedy tokens identical to CPU.
+2026-12-06, two runs at load average 11-12 (2 cores shared): steady state,
+32 new tokens per call: Fused eager with the static cache and replay 2.87x
+and 2.90x CPU eager (on one thread, the faster CPU variant on the loaded
+machine), 1.12x and 0.93x without replay; a first call of 256 new tokens in
+a fresh process with an empty persistent cache: 4.45 s and 5.58 s, 0.52x and
+0.34x CPU eager (0.31x/0.29x without the stepwise prefill, 0.23x/0.18x
+without it and replay). The decode program's XLA:CPU compile (2.3-2.8 s) is
+about three quarters of that first call; compiling at
+`--xla_backend_optimization_level=0` halved it but made each step about 4x
+slower (3.3 ms against 0.8 ms), so it is not used. 4 programs compiled by
+the first call's process, of which one forward program (the decode step;
+two with the prefill program) and a 3-op cache initialization, 0 for later
+calls in the same bucket; greedy tokens identical to CPU.
 """
 import functools
 import importlib.abc
