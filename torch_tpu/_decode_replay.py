@@ -17,7 +17,8 @@ again, which is a program-cache hit):
 
 * a step is replayed only when the forward takes keyword arguments only,
   grad mode is off, no torch function/dispatch mode or global module hook is
-  active, no submodule has hooks or is in training mode, the autocast state
+  active, no module has a forward set on the instance (accelerate's hooks),
+  no submodule has hooks or is in training mode, the autocast state
   and every non-tensor argument equal the recorded ones, and the cache is a
   `StaticCache` whose layers are all plain, initialized `StaticLayer`s (not
   offloaded; sliding-window layers keep a Python counter and are not
@@ -131,8 +132,8 @@ def _module_tensors(model):
         if d["training"]:
             return "a module is in training mode"
         if m is not model and (d["_forward_hooks"] or d["_forward_pre_hooks"] or d["_backward_hooks"]
-                               or d["_backward_pre_hooks"]):
-            return "a submodule has hooks"
+                               or d["_backward_pre_hooks"] or "forward" in d):
+            return "a submodule has hooks"  # a forward set on the instance: accelerate's hooks
         for t in d["_parameters"].values():
             if t is not None and id(t) not in seen:
                 seen.add(id(t))

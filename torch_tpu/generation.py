@@ -222,7 +222,7 @@ def _install_forward(model):
                 # another thread, outside generate, or traced by Dynamo (HF
                 # compiles the forward for a user's static cache)
                 return inner(*args, **kwargs)
-            if mode:
+            if mode and not had:  # a forward set on the instance (accelerate's hooks) always runs
                 return replaying(*args, **kwargs)
             with _graph.capture():
                 return inner(*args, **kwargs)

@@ -12,9 +12,16 @@ of its size-1 dim are in the key), and with the dynamic cache the key/value
 length grows too, so the model's forward was a new program per step.
 `torch_tpu/generation.py` now runs that bookkeeping on the host and gives tpu
 models a static cache sized to a power-of-two bucket by default: a call
-compiles its prefill and its decode forward (2 programs in Fused eager and
-under torch.compile), and calls in the same bucket compile nothing. The
-dynamic cache, when asked for, still compiles one program per new length."""
+compiles its prefill and its decode forward (2 programs under torch.compile;
+in Fused eager a short prompt is prefilled as decode steps, so 1 forward
+program), and calls in the same bucket compile nothing. The dynamic cache,
+when asked for, still compiles one program per new length.
+
+The second half tests the replay of the recorded decode step
+(torch_tpu/_decode_replay.py): output token-identical to CPU with replay on
+and off, sampling reproducible under a seed, and the guard's fallbacks (a
+parameter changed in place or replaced between calls, a new cache per call,
+the dynamic cache, a hook on a submodule), each still equal to CPU."""
 import copy
 import os
 
