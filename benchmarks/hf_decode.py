@@ -11,12 +11,15 @@ Model: the Llama of `examples/llama.py` (4 layers, hidden 128, 4 heads, GQA
    loaded machine the spin-waiting intra-op threads are slower). Variants:
    CPU eager (HF's default dynamic cache); tpu eager
    (the default mode, Fused) with the dynamic cache asked for; tpu eager with
-   the default (static, bucketed) cache; the model's forward under
+   the default (static, bucketed) cache, with the recorded decode step
+   replayed (the default) and without; the model's forward under
    `torch.compile(backend="tpu")` with the static cache.
 2. First call: `generate` of FIRST tokens in a fresh process with an empty
    persistent cache (TORCH_TPU_CACHE_DIR set to a new temporary directory),
    tokens/s against the same first call on CPU in a fresh process (default
-   threads and one thread; the ratio uses the faster).
+   threads and one thread; the ratio uses the faster); then the tpu call
+   again without the stepwise prefill, and without it and the replay, to
+   show what each contributes.
 
     python benchmarks/hf_decode.py [--new 32] [--first 256] [--rounds 5]
 """
@@ -48,14 +51,17 @@ def build(context):
     return T.LlamaForCausalLM(cfg).eval()
 
 
-def first_call(device, n, threads):
-    """Child process: one generate of n tokens, printed as JSON."""
+def first_call(device, n, threads, off=""):
+    """Child process: one generate of n tokens, printed as JSON. `off`: a
+    comma-separated list of torch_tpu.generation settings turned off."""
     t0 = time.time()
     import torch
     if threads:
         torch.set_num_threads(threads)
     if device == "tpu":
-        import torch_tpu  # noqa: F401
+        import torch_tpu.generation
+        if off:
+            torch_tpu.generation.configure(**{k: False for k in off.split(",")})
     model = build(len(PROMPT) + n + 16).to(device)
     prompt = torch.tensor([PROMPT]).to(device)
     t = time.time()
@@ -67,19 +73,26 @@ def first_call(device, n, threads):
     if device == "tpu":
         import torch_tpu
         s = torch_tpu.cache_stats()
-        stats = {"programs": sum(s["compiles_by_mode"].values()) + s["persistent"]["loads"]}
+        stats = {"programs": sum(s["compiles_by_mode"].values()) + s["persistent"]["loads"],
+                 "replays": torch_tpu.generation.replay_stats()["replays"]}
     print(json.dumps({"seconds": dt, "tokens_per_s": n / dt, "tokens": tokens,
                       "process_s": time.time() - t0, **stats}))
+
+
+FIRST_VARIANTS = (  # (key, device, threads, generation settings turned off)
+    ("cpu", "cpu", 0, ""), ("cpu1", "cpu", 1, ""), ("tpu", "tpu", 0, ""),
+    ("tpu, no stepwise prefill", "tpu", 0, "stepwise_prefill"),
+    ("tpu, no replay, no stepwise prefill", "tpu", 0, "replay,stepwise_prefill"))
 
 
 def run_first(n):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     res = {}
-    with tempfile.TemporaryDirectory() as cache_dir:
-        env["TORCH_TPU_CACHE_DIR"] = cache_dir
-        for key, device, threads in (("cpu", "cpu", 0), ("cpu1", "cpu", 1), ("tpu", "tpu", 0)):
+    for key, device, threads, off in FIRST_VARIANTS:
+        with tempfile.TemporaryDirectory() as cache_dir:  # each tpu run starts empty
+            env["TORCH_TPU_CACHE_DIR"] = cache_dir
             p = subprocess.run([sys.executable, __file__, "--child", device, "--first", str(n),
-                                "--threads", str(threads)],
+                                "--threads", str(threads), "--off", off],
                                env=env, capture_output=True, text=True, timeout=1800)
             if p.returncode != 0:
                 raise RuntimeError(f"{device} child failed:\n{p.stderr[-3000:]}")
@@ -89,15 +102,21 @@ def run_first(n):
     ratio = res["tpu"]["tokens_per_s"] / best
     print(f"first generate of {n} tokens, fresh process, empty persistent cache: "
           f"tpu {res['tpu']['tokens_per_s']:.1f} tokens/s ({res['tpu']['seconds']:.2f} s, "
-          f"{res['tpu']['programs']} programs) vs CPU eager {res['cpu']['tokens_per_s']:.1f} "
+          f"{res['tpu']['programs']} programs, {res['tpu']['replays']} replayed steps) vs CPU eager {res['cpu']['tokens_per_s']:.1f} "
           f"({res['cpu']['seconds']:.2f} s; 1 thread: {res['cpu1']['tokens_per_s']:.1f}): "
           f"{ratio:.2f}x the faster CPU (target >= 0.3x); greedy tokens identical: {same}")
+    for key, *_ in FIRST_VARIANTS[3:]:
+        r = res[key]
+        print(f"  {key}: {r['tokens_per_s']:.1f} tokens/s ({r['seconds']:.2f} s, {r['programs']} programs, "
+              f"{r['replays']} replayed steps): {r['tokens_per_s'] / best:.2f}x; tokens identical: "
+              f"{r['tokens'] == res['cpu']['tokens']}")
     return ratio, same
 
 
 def steady(n, rounds):
     import torch
     import torch_tpu
+    import torch_tpu.generation
 
     cpu = build(len(PROMPT) + max(n, 64) + 16)
     dev = copy.deepcopy(cpu).to("tpu")
@@ -126,11 +145,21 @@ def steady(n, rounds):
                 torch.set_num_threads(n_threads)
         return run
 
+    def no_replay(call):
+        def run():
+            before = torch_tpu.generation.configure(replay=False)
+            try:
+                return call()
+            finally:
+                torch_tpu.generation.configure(**before)
+        return run
+
     variants = {
         "CPU eager": gen(cpu, "cpu"),
         "CPU eager, 1 thread": one_thread(gen(cpu, "cpu")),
         "tpu eager, dynamic cache": gen(dev, "tpu", cache_implementation="dynamic"),
         "tpu eager, static cache (default)": gen(dev, "tpu"),
+        "tpu eager, static cache, no replay": no_replay(gen(dev, "tpu")),
         "compiled (tpu), static cache": gen(comp, "tpu"),
     }
     want = None
@@ -168,13 +197,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--child", choices=["cpu", "tpu"], help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--off", default="", help=argparse.SUPPRESS)
     ap.add_argument("--skip-first", action="store_true", help="only the steady-state part")
     args = ap.parse_args()
     if args.child:
-        return first_call(args.child, args.first, args.threads)
+        return first_call(args.child, args.first, args.threads, args.off)
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores)", flush=True)
     steady(args.new, args.rounds)
     if not args.skip_first:
         run_first(args.first)
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -357,4 +357,5 @@ tt_replay_out_kind tt_replay_result(const tt_replay *r, int o, int *index) {
 tt_executable *tt_replay_executable(const tt_replay *r) { return tt_pool_acquire(r->slot); }
 
 int tt_replay_num_checks(const tt_replay *r) { return r->n_checks; }
+const void *tt_replay_program(const tt_replay *r) { return r->program; }
 const tt_check_site *tt_replay_check(const tt_replay *r, int i) { return &r->checks[i]; }

@@ -96,6 +96,9 @@ tt_replay_out_kind tt_replay_result(const tt_replay *r, int o, int *index);
 tt_executable *tt_replay_executable(const tt_replay *r);
 /* Device-side checks: with n > 0 the program's last output is the error word. */
 int tt_replay_num_checks(const tt_replay *r);
+/* The program's identity: replays of one program (the same compiled text)
+ * return the same pointer (only compared, never dereferenced). */
+const void *tt_replay_program(const tt_replay *r);
 const tt_check_site *tt_replay_check(const tt_replay *r, int i);
 
 typedef struct {

@@ -2,7 +2,9 @@
 // tensors in, tensors out. Matching arguments and launching are the core's.
 #include <torch/extension.h>
 
+#include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "torch/bridge.h"
@@ -107,11 +109,32 @@ py::object replay_run(const py::capsule& capsule, const py::list& args) {
   return out;
 }
 
+// What identifies a replay's launch besides its arguments: the program and
+// the host values (Python numbers) it passes as parameters, as (program id,
+// bytes). Two captures of a computation whose numbers change between calls
+// differ here although their argument layouts match.
+py::tuple replay_signature(const py::capsule& capsule) {
+  auto* replay = static_cast<tt_replay*>(capsule.get_pointer());
+  std::string values;
+  for (int p = 0; p < tt_replay_num_params(replay); p++) {
+    int arg = -1;
+    tt_dtype dtype;
+    int64_t numel = 0;
+    bool donated = false;
+    const unsigned char* bytes = nullptr;
+    if (tt_replay_param(replay, p, &arg, &dtype, &numel, &donated, &bytes) != TT_LAUNCH_VALUE) continue;
+    values.push_back(static_cast<char>(dtype));
+    values.append(reinterpret_cast<const char*>(bytes), 16);
+  }
+  return py::make_tuple(reinterpret_cast<uintptr_t>(tt_replay_program(replay)), py::bytes(values));
+}
+
 }  // namespace
 
 void register_replay(py::module_& m) {
   m.def("_capture_end_replay", &capture_end_replay);
   m.def("_replay_run", &replay_run);
+  m.def("_replay_signature", &replay_signature);
   m.def("_replay_stats", []() {
     tt_replay_stats s = tt_replay_get_stats();
     return std::make_pair(s.replays, s.refused);

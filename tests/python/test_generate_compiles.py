@@ -12,9 +12,16 @@ of its size-1 dim are in the key), and with the dynamic cache the key/value
 length grows too, so the model's forward was a new program per step.
 `torch_tpu/generation.py` now runs that bookkeeping on the host and gives tpu
 models a static cache sized to a power-of-two bucket by default: a call
-compiles its prefill and its decode forward (2 programs in Fused eager and
-under torch.compile), and calls in the same bucket compile nothing. The
-dynamic cache, when asked for, still compiles one program per new length."""
+compiles its prefill and its decode forward (2 programs under torch.compile;
+in Fused eager a short prompt is prefilled as decode steps, so 1 forward
+program), and calls in the same bucket compile nothing. The dynamic cache,
+when asked for, still compiles one program per new length.
+
+The second half tests the replay of the recorded decode step
+(torch_tpu/_decode_replay.py): output token-identical to CPU with replay on
+and off, sampling reproducible under a seed, and the guard's fallbacks (a
+parameter changed in place or replaced between calls, a new cache per call,
+the dynamic cache, a hook on a submodule), each still equal to CPU."""
 import copy
 import os
 
@@ -134,3 +141,140 @@ def test_host_loop_off_still_matches_cpu(llama):
         _generate(cpu, dev, prompt, 3)
     finally:
         torch_tpu.generation.configure(**before)
+
+
+# --- replay of the recorded decode step (torch_tpu/_decode_replay.py) ---
+
+def _greedy(model, prompt, n, **extra):
+    kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False)
+    if prompt.device.type == "tpu":
+        extra.setdefault("attention_mask", torch.ones_like(prompt))
+    else:
+        extra.setdefault("attention_mask", torch.ones_like(prompt))
+    return model.generate(prompt, **kw, **extra).cpu()
+
+
+def test_replay_on_off_token_identical_to_cpu(llama):
+    cpu, dev, prompt = llama
+    want = _greedy(cpu, prompt, 24)
+    got = {}
+    for replay in (True, False):
+        before = torch_tpu.generation.configure(replay=replay)
+        torch_tpu.generation.replay_stats(reset=True)
+        try:
+            got[replay] = _greedy(dev, prompt.to("tpu"), 24)
+        finally:
+            torch_tpu.generation.configure(**before)
+        stats = torch_tpu.generation.replay_stats()
+        print(f"replay={replay}: {stats}")
+        if replay:
+            # the prompt is prefilled as decode steps; all but the two recorded steps replay
+            assert stats["replays"] >= 24 + PROMPT_LEN - 1 - 2, stats
+        else:
+            assert stats["replays"] == 0 and stats["recorded"] == 0, stats
+    assert torch.equal(got[True], want), f"replay on {got[True].tolist()} != cpu {want.tolist()}"
+    assert torch.equal(got[False], want), f"replay off {got[False].tolist()} != cpu {want.tolist()}"
+
+
+def test_replay_sampling_reproducible_under_seed(llama):
+    _, dev, prompt = llama
+    kw = dict(max_new_tokens=16, min_new_tokens=16, do_sample=True, top_k=0, temperature=1.0)
+    p = prompt.to("tpu")
+    runs = []
+    for replay in (True, True, False):
+        before = torch_tpu.generation.configure(replay=replay)
+        try:
+            torch.manual_seed(1234)
+            runs.append(dev.generate(p, attention_mask=torch.ones_like(p), **kw).cpu())
+        finally:
+            torch_tpu.generation.configure(**before)
+    assert torch.equal(runs[0], runs[1]), "sampling under the same seed differs between calls"
+    assert torch.equal(runs[0], runs[2]), "sampling differs with replay on and off"
+
+
+def test_replay_falls_back_after_in_place_parameter_change(llama):
+    cpu0, dev0, prompt = llama
+    cpu, dev = copy.deepcopy(cpu0), copy.deepcopy(dev0)
+    assert torch.equal(_greedy(dev, prompt.to("tpu"), 12), _greedy(cpu, prompt, 12))
+    with torch.no_grad():  # the same change on both: the next call must see it
+        for model in (cpu, dev):
+            model.model.layers[0].mlp.down_proj.weight.mul_(-3.0)
+            model.lm_head.weight.add_(0.05)
+    torch_tpu.generation.replay_stats(reset=True)
+    want = _greedy(cpu, prompt, 12)
+    got = _greedy(dev, prompt.to("tpu"), 12)
+    stats = torch_tpu.generation.replay_stats()
+    print(f"after an in-place change: {stats}")
+    assert torch.equal(got, want), f"tpu {got.tolist()} != cpu {want.tolist()}"
+    assert stats["fallbacks"].get("a parameter or buffer was modified in place", 0) >= 1, stats
+    # a parameter replaced by another object (same shape)
+    with torch.no_grad():
+        w = cpu.lm_head.weight.detach().clone() * 0.5
+    cpu.lm_head.weight = torch.nn.Parameter(w)
+    dev.lm_head.weight = torch.nn.Parameter(w.to("tpu"))
+    torch_tpu.generation.replay_stats(reset=True)
+    want = _greedy(cpu, prompt, 12)
+    got = _greedy(dev, prompt.to("tpu"), 12)
+    stats = torch_tpu.generation.replay_stats()
+    assert torch.equal(got, want), f"tpu {got.tolist()} != cpu {want.tolist()}"
+    assert stats["fallbacks"].get("a parameter or buffer was replaced", 0) >= 1, stats
+
+
+def test_replay_with_a_different_cache_each_call(llama):
+    cpu, dev, prompt = llama
+    torch_tpu.generation.replay_stats(reset=True)
+    for n in (10, 20):
+        want = cpu.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=n,
+                            min_new_tokens=n, do_sample=False,
+                            past_key_values=_static_cache(cpu, 48))
+        p = prompt.to("tpu")
+        got = dev.generate(p, attention_mask=torch.ones_like(p), max_new_tokens=n, min_new_tokens=n,
+                           do_sample=False, past_key_values=_static_cache(dev, 48),
+                           disable_compile=True).cpu()
+        assert torch.equal(got, want), f"tpu {got.tolist()} != cpu {want.tolist()}"
+    stats = torch_tpu.generation.replay_stats()
+    print(f"a new cache per call: {stats}")
+    assert stats["replays"] > 0, stats
+    assert stats["fallbacks"].get("another cache object", 0) >= 1, stats
+
+
+def test_replay_skipped_for_dynamic_cache_and_hooks(llama):
+    cpu, dev, prompt = llama
+    torch_tpu.generation.replay_stats(reset=True)
+    got = _greedy(dev, prompt.to("tpu"), 4, cache_implementation="dynamic")
+    assert torch.equal(got, _greedy(cpu, prompt, 4))
+    stats = torch_tpu.generation.replay_stats()
+    assert stats["replays"] == 0 and stats["fallbacks"].get("argument 'cache' is DynamicCache", 0) >= 4, stats
+    # a hook on a submodule must run at every step: no replay while it is there
+    seen = []
+    h = dev.model.layers[1].register_forward_hook(lambda m, a, o: seen.append(1))
+    try:
+        torch_tpu.generation.replay_stats(reset=True)
+        got = _greedy(dev, prompt.to("tpu"), 8)
+    finally:
+        h.remove()
+    assert torch.equal(got, _greedy(cpu, prompt, 8))
+    assert len(seen) == 8 + PROMPT_LEN - 1, len(seen)
+    assert torch_tpu.generation.replay_stats()["replays"] == 0
+
+
+def test_stepwise_prefill_falls_back_when_the_cache_layout_is_wrong(llama, monkeypatch):
+    # a model whose key/value head size the stepwise prefill guesses wrong:
+    # the first step fails, the cache is put back and the prompt is prefilled
+    # by one forward, with the same tokens as CPU
+    from torch_tpu import _decode_replay
+
+    cpu, dev, prompt = llama
+    real = _decode_replay._text_config
+
+    def wrong(model):
+        cfg = copy.copy(real(model))
+        cfg.head_dim = 2 * (cfg.hidden_size // cfg.num_attention_heads)
+        return cfg
+
+    monkeypatch.setattr(_decode_replay, "_text_config", wrong)
+    torch_tpu.generation.replay_stats(reset=True)
+    got = _greedy(dev, prompt.to("tpu"), 6)
+    assert torch.equal(got, _greedy(cpu, prompt, 6))
+    stats = torch_tpu.generation.replay_stats()
+    assert stats["fallbacks"].get("the stepwise prefill failed; prefilled as one forward") == 1, stats
