@@ -2,6 +2,7 @@
 
     python dist_worker.py collectives OUT_DIR   # every collective and dtype vs CPU
     python dist_worker.py ddp OUT_DIR           # DDP steps vs one process on the whole batch
+    python dist_worker.py checks OUT_DIR        # TORCH_TPU_DIST_CHECKS: counts, mismatches raise
 
 Rank, world size and the rendezvous come from the environment (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT), as torchrun sets them. Each check
@@ -293,6 +294,80 @@ def collectives(rank, world, checks):
     checks.run("peer_silent_then_exit_raises", peer_silent_then_exit_raises)
 
 
+def checks_scenario(rank, world, checks):
+    """TORCH_TPU_DIST_CHECKS (the level this process was started with): how
+    many cross-rank checks run, and which mismatches raise an error naming
+    the op. A mismatch caught by the check leaves the group usable (no gloo
+    collective ran), so one group serves every case but the last."""
+    import time
+    level = int(os.environ.get("TORCH_TPU_DIST_CHECKS", "1"))
+    dev = torch.device("tpu")
+    group = dist.new_group(list(range(world)), backend="tpu", timeout=datetime.timedelta(seconds=5))
+    checks.results["level"] = torch_tpu.distributed._tpu_backend(group).checks
+    stats = torch_tpu.distributed.stats
+
+    def counted():
+        before = stats()["checks_run"]
+        for _ in range(3):  # one signature, three calls
+            t = torch.ones(4, device=dev)
+            dist.all_reduce(t, group=group)
+            same(t, torch.full((4,), float(world)), "all_reduce")
+        checks.results["checks_for_3_calls"] = stats()["checks_run"] - before
+    checks.run("counted", counted)
+
+    def expect_error(name, fn, *needles):
+        start = time.monotonic()
+        try:
+            fn()
+        except RuntimeError as e:
+            checks.results[name + "_error"] = f"{time.monotonic() - start:.1f}s: {str(e)[:400]}"
+            for n in needles:
+                assert n in str(e), (n, str(e))
+            return
+        raise AssertionError(f"{name}: no error")
+
+    if level == 0:
+        return  # a mismatch with the checks off is gloo's abort: not run
+    # first calls of their signatures: caught at levels 1 and 2, on every rank
+    checks.run("first_call_shapes", lambda: expect_error(
+        "first_call_shapes", lambda: dist.all_reduce(torch.ones(6 + rank, device=dev), group=group),
+        "all_reduce", "Float[6]", "Float[7]"))
+
+    def uneven():  # rank 0 sends 2 rows to rank 1, which expects 3
+        ins = [[2, 2], [1, 3]][rank]
+        outs = [[2, 1], [3, 3]][rank]
+        out = torch.zeros(sum(outs), 2, device=dev)
+        dist.all_to_all_single(out, torch.ones(sum(ins), 2, device=dev), outs, ins, group=group)
+    checks.run("all_to_all_splits", lambda: expect_error(
+        "all_to_all_splits", uneven, "all_to_all_single", "split sizes", "rank 0 sends 2 to rank 1, which expects 3"))
+
+    def p2p():
+        if rank == 0:
+            dist.send(torch.ones(4, device=dev), dst=1, group=group)
+        elif rank == 1:
+            dist.recv(torch.zeros(5, device=dev), src=0, group=group)
+    if world == 2:
+        checks.run("send_recv_sizes", lambda: expect_error(
+            "send_recv_sizes", p2p, "send/recv", "rank 0 sends Float[4]", "rank 1 receives Float[5]"))
+
+    def still_usable():
+        t = torch.ones(4, device=dev)
+        dist.all_reduce(t, group=group)
+        same(t, torch.full((4,), float(world)), "all_reduce after the caught mismatches")
+    checks.run("group_usable_after", still_usable)
+
+    # last: a mismatch whose signature is old on rank 0 and new on rank 1.
+    # Level 2 checks it as any call; level 1 lets rank 0 skip the check, so
+    # rank 1 waits for rank 0's fingerprint and raises at the group's
+    # timeout naming the op, while rank 0's gloo all_reduce times out: an
+    # error on both, not a hang or an abort
+    def old_against_new():
+        dist.all_reduce(torch.ones(4 + rank, device=dev), group=group)
+    needles = ("all_reduce", "Float[4]", "Float[5]") if level == 2 else \
+        (("all_reduce", "did not take part") if rank == 1 else ("TORCH_TPU_DIST_CHECKS=1",))
+    checks.run("old_against_new", lambda: expect_error("old_against_new", old_against_new, *needles))
+
+
 def ddp(rank, world, checks, steps=4):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -505,10 +580,12 @@ def main():
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
     checks = Checks()
-    {"collectives": collectives, "ddp": ddp}[scenario](rank, world, checks)
+    {"collectives": collectives, "ddp": ddp, "checks": checks_scenario}[scenario](rank, world, checks)
     checks.results["transport"] = torch.tpu.distributed_transport()
     with open(os.path.join(out_dir, f"{scenario}-{rank}.json"), "w") as f:
         json.dump(checks.results, f, indent=1)
+    if scenario == "checks":
+        os._exit(0)  # its last case leaves the group broken on purpose
     if scenario == "collectives" and rank != 0:
         os._exit(0)  # leaves without a word: rank 0's peer_silent_then_exit_raises waits on it
     dist.destroy_process_group()
