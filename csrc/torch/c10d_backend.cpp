@@ -384,6 +384,14 @@ class TpuHostBackend : public c10d::Backend {
     checks_ = level;
   }
   int checks() const { return checks_; }
+  std::string reason() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return reason_;
+  }
+  void set_reason(const std::string& r) {
+    std::lock_guard<std::mutex> g(mu_);
+    reason_ = r;
+  }
 
   void wait_inner(const WorkPtr& w) {
     g_staged_collectives++;
@@ -737,12 +745,15 @@ class TpuHostBackend : public c10d::Backend {
  private:
   c10::intrusive_ptr<c10d::Backend> inner_;
   std::atomic<int> checks_;
-  std::mutex mu_;                         // guards seen_ and seq_
+  mutable std::mutex mu_;                 // guards seen_, seq_ and reason_
+  std::string reason_;                    // why this group is not on the compiled transport
   std::unordered_set<std::string> seen_;  // signatures checked (level 1)
   std::vector<uint32_t> seq_;             // check messages exchanged per peer (tags)
 };
 
 }  // namespace
+
+void register_dist_procs(py::module_& m);  // dist_procs_bindings.cpp
 
 void register_c10d(py::module_& m) {
   // Called from torch_tpu/distributed.py after torch.distributed is imported
@@ -756,7 +767,10 @@ void register_c10d(py::module_& m) {
            py::arg("inner"), py::arg("rank"), py::arg("size"))
       .def_property_readonly("inner", &TpuHostBackend::inner)
       // TORCH_TPU_DIST_CHECKS of this group (0, 1, 2): read at creation, settable
-      .def_property("checks", &TpuHostBackend::checks, &TpuHostBackend::set_checks);
+      .def_property("checks", &TpuHostBackend::checks, &TpuHostBackend::set_checks)
+      // why the group runs on this transport (set by torch_tpu/distributed.py)
+      .def_property("reason", &TpuHostBackend::reason, &TpuHostBackend::set_reason);
+  register_dist_procs(m);
   m.def("_c10d_stats", []() {
     py::dict d;
     d["staged_collectives"] = g_staged_collectives.load();

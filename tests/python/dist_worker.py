@@ -3,6 +3,7 @@
     python dist_worker.py collectives OUT_DIR   # every collective and dtype vs CPU
     python dist_worker.py ddp OUT_DIR           # DDP steps vs one process on the whole batch
     python dist_worker.py checks OUT_DIR        # TORCH_TPU_DIST_CHECKS: counts, mismatches raise
+    python dist_worker.py kv OUT_DIR            # PJRT key-value callbacks over the c10d store
 
 Rank, world size and the rendezvous come from the environment (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT), as torchrun sets them. Each check
@@ -19,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 import torch_tpu  # noqa: F401  (registers the "tpu" backend)
+from dist_spawn import fsdp2_mlp, mean_loss_step
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.int32, torch.int64, torch.bool]
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "min": dist.ReduceOp.MIN,
@@ -368,6 +370,62 @@ def checks_scenario(rank, world, checks):
     checks.run("old_against_new", lambda: expect_error("old_against_new", old_against_new, *needles))
 
 
+def kv_scenario(rank, world, checks):
+    """The PJRT key-value callbacks (C functions of the core, as a
+    multi-process plugin calls them) over the c10d TCPStore of this job, and
+    the CPU plugin's client, which is no multi-process one: host transport."""
+    import time
+    store = dist.distributed_c10d._get_default_store()
+    C = torch_tpu._C
+
+    def round_trip():
+        payload = bytes([0, 255]) + f"rank{rank}".encode()
+        C._kv_callbacks_test(store, "put", f"topology/{rank}", payload, 0)
+        for r in range(world):
+            got = C._kv_callbacks_test(store, "get", f"topology/{r}", b"", 20000)
+            assert got == bytes([0, 255]) + f"rank{r}".encode(), (r, got)
+        # under the prefix of its own in the c10d store
+        assert store.get(f"torch_tpu/pjrt/topology/{rank}") == payload
+        C._kv_callbacks_test(store, "put", f"empty/{rank}", b"", 0)
+        assert C._kv_callbacks_test(store, "get", f"empty/{(rank + 1) % world}", b"", 20000) == b""
+    checks.run("kv_round_trip", round_trip)
+
+    def timeout():
+        start = time.monotonic()
+        try:
+            C._kv_callbacks_test(store, "get", "never/set", b"", 300)
+        except RuntimeError as e:
+            took = time.monotonic() - start
+            checks.results["kv_timeout_error"] = f"{took:.2f}s: {str(e)[:300]}"
+            assert "PJRT code 4" in str(e) and "timed out" in str(e), str(e)
+            assert 0.25 <= took < 10, took
+            return
+        raise AssertionError("a get of a key nobody sets did not time out")
+    checks.run("kv_timeout", timeout)
+
+    def create_options():
+        opts = C._client_create_options("/x/xla_cuda_plugin.so", 0, world, rank, rank)
+        assert opts == [("num_nodes", world), ("node_id", rank), ("visible_devices", rank)], opts
+        assert C._client_create_options("/x/libtpu/libtpu.so", 0, world, rank, -1) == []
+        try:
+            C._client_create_options(C._plugin_path(), 1, world, rank, -1)
+        except RuntimeError as e:
+            assert "the CPU PJRT plugin has no multi-process client" in str(e), str(e)
+        else:
+            raise AssertionError("the CPU plugin accepted a multi-process client")
+    checks.run("create_options", create_options)
+
+    def cpu_keeps_host():
+        info = torch.tpu.distributed_transport()
+        assert info["transport"] == "host", info
+        assert "the CPU plugin has no multi-process client" in info["reason"], info["reason"]
+        assert C._multiprocess_client_options() is None  # not set up for the CPU plugin
+        table = C._client_device_table()
+        assert [loc for _, _, loc in table] == list(range(len(table))), table  # all its own
+        checks.results["cpu_reason"] = info["reason"]
+    checks.run("cpu_keeps_host", cpu_keeps_host)
+
+
 def ddp(rank, world, checks, steps=4):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -378,6 +436,12 @@ def ddp(rank, world, checks, steps=4):
     g = torch.Generator().manual_seed(42)
     data = [(torch.randn(world * 6, 8, generator=g), torch.randn(world * 6, 4, generator=g))
             for _ in range(steps)]
+
+    def train(model):
+        """SGD steps, each rank its 6 rows of each batch; the mean loss per step."""
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        return [mean_loss_step(model, opt, x[rank * 6:(rank + 1) * 6].to("tpu"),
+                               y[rank * 6:(rank + 1) * 6].to("tpu")) for x, y in data]
 
     def run():
         # the single-process run: the whole batch on CPU
@@ -392,17 +456,7 @@ def ddp(rank, world, checks, steps=4):
             ref_losses.append(loss.item())
         # DDP: each rank its shard of the batch on its own tpu:0
         model = DDP(model_fn().to("tpu"), bucket_cap_mb=0.0005)  # tiny buckets: several allreduces
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        losses = []
-        for x, y in data:
-            xs, ys = x[rank * 6:(rank + 1) * 6].to("tpu"), y[rank * 6:(rank + 1) * 6].to("tpu")
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(xs), ys)
-            loss.backward()
-            opt.step()
-            mean = loss.detach().clone()
-            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-            losses.append(mean.item())
+        losses = train(model)
         checks.results["ddp_losses"] = losses
         checks.results["ref_losses"] = ref_losses
         # float32 on both sides; XLA:CPU and ATen sum in different orders, so
@@ -415,26 +469,11 @@ def ddp(rank, world, checks, steps=4):
 
     def fsdp2():
         from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
         mesh = init_device_mesh("tpu", (world,))
-        model = model_fn().to("tpu")
-        for layer in model:
-            if isinstance(layer, torch.nn.Linear):
-                fully_shard(layer, mesh=mesh)  # reshard after forward (the default)
-        fully_shard(model, mesh=mesh)
+        model = fsdp2_mlp(mesh, 0, [8, 16, 4])  # model_fn's weights, sharded
         w = model[0].weight
         assert w.to_local().shape == (16 // world, 8), w.to_local().shape  # dim 0 sharded
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        losses = []
-        for x, y in data:
-            xs, ys = x[rank * 6:(rank + 1) * 6].to("tpu"), y[rank * 6:(rank + 1) * 6].to("tpu")
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(xs), ys)
-            loss.backward()
-            opt.step()
-            mean = loss.detach().clone()
-            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-            losses.append(mean.item())
+        losses = train(model)
         checks.results["fsdp2_losses"] = losses
         ref_losses = checks.results["ref_losses"]
         for i, (a, b) in enumerate(zip(losses, ref_losses)):
@@ -515,27 +554,15 @@ def ddp(rank, world, checks, steps=4):
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
         from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
         mesh = init_device_mesh("tpu", (world,))
 
         def sharded(seed):
-            torch.manual_seed(seed)
-            m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to("tpu")
-            for layer in m:
-                if isinstance(layer, torch.nn.Linear):
-                    fully_shard(layer, mesh=mesh)
-            return fully_shard(m, mesh=mesh)
+            return fsdp2_mlp(mesh, seed, [8, 16, 4])
 
         x, y = data[0][0][rank * 6:(rank + 1) * 6].to("tpu"), data[0][1][rank * 6:(rank + 1) * 6].to("tpu")
 
         def step(m, opt):
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(m(x), y)
-            loss.backward()
-            opt.step()
-            mean = loss.detach().clone()
-            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-            return mean.item()
+            return mean_loss_step(m, opt, x, y)
 
         model = sharded(0)
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -580,7 +607,7 @@ def main():
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
     checks = Checks()
-    {"collectives": collectives, "ddp": ddp, "checks": checks_scenario}[scenario](rank, world, checks)
+    {"collectives": collectives, "ddp": ddp, "checks": checks_scenario, "kv": kv_scenario}[scenario](rank, world, checks)
     checks.results["transport"] = torch.tpu.distributed_transport()
     with open(os.path.join(out_dir, f"{scenario}-{rank}.json"), "w") as f:
         json.dump(checks.results, f, indent=1)

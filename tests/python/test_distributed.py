@@ -188,3 +188,15 @@ def test_dist_checks_old_against_new_signature(checks_by_level, level):
         assert res.get("old_against_new") == "ok", f"level {level} rank {r}: {res.get('old_against_new')}"
         took = float(res["old_against_new_error"].split("s:")[0])
         assert (took < 3.0) if level == 2 else (4.0 <= took < 30), res["old_against_new_error"]
+
+
+def test_kv_callbacks_over_c10d_store_and_cpu_keeps_host(tmp_path):
+    # 2 processes: the core's PJRT key-value callbacks, called as a plugin
+    # calls them, over the job's c10d TCPStore (values and timeouts); the
+    # create options of a multi-process client per plugin kind; the CPU
+    # plugin's client sees only its own devices, so the host transport, and
+    # distributed_transport() says why
+    run_ranks([WORKER, "kv", str(tmp_path)], WORLD, child_env(TT_DIST_BACKEND="tpu"), TIMEOUT)
+    for r, res in enumerate(read_results(str(tmp_path), "kv", WORLD)):
+        for name in ("kv_round_trip", "kv_timeout", "create_options", "cpu_keeps_host"):
+            assert res.get(name) == "ok", f"rank {r} {name}: {res.get(name, 'did not run')}"
