@@ -190,6 +190,7 @@ class TpuHostBackend : public c10d::Backend {
   enum : int64_t { kOp, kRoot, kDtype, kNdim, kDim0, kNumel = kDim0 + kDims, kTag, kHead };
   static constexpr int kCheckTag = 0x7e000000;  // user tags at and above may collide
   static constexpr uint32_t kCheckTagMask = 0xffffff;
+  static constexpr size_t kMaxSeen = 1 << 16;  // signatures remembered per group (level 1)
 
   int64_t fp_len() const { return kHead + 2 * static_cast<int64_t>(size_); }
 
@@ -222,6 +223,9 @@ class TpuHostBackend : public c10d::Backend {
   void mark_checked(const std::vector<int64_t>& fp) {
     if (checks_ != 1) return;
     std::lock_guard<std::mutex> g(mu_);
+    // bounded: every rank forgets at the same count (ranks that agree saw the
+    // same signatures in the same order), and checks those signatures again
+    if (seen_.size() >= kMaxSeen) seen_.clear();
     seen_.insert(std::string(reinterpret_cast<const char*>(fp.data()), fp.size() * sizeof(int64_t)));
   }
 

@@ -84,3 +84,69 @@ def read_results(out_dir, scenario, n):
         with open(path) as f:
             results.append(json.load(f))
     return results
+
+
+# ---- inside the ranks: pieces the workers and the benchmark share ----
+
+def fsdp2_mlp(mesh, seed, widths):
+    """An MLP on tpu (Linear layers of `widths`, Tanh between them) built from
+    `seed`, with FSDP2's fully_shard on each Linear and at the root over `mesh`."""
+    import torch
+    from torch.distributed.fsdp import fully_shard
+    torch.manual_seed(seed)
+    layers = []
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        layers += [torch.nn.Linear(a, b)] + ([torch.nn.Tanh()] if i + 2 < len(widths) else [])
+    model = torch.nn.Sequential(*layers).to("tpu")
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh)  # reshard after forward (the default)
+    return fully_shard(model, mesh=mesh)
+
+
+def mean_loss_step(model, opt, x, y):
+    """One optimizer step of mse_loss on this rank's (x, y); returns the loss
+    averaged over the ranks (an all_reduce AVG), as a float."""
+    import torch
+    import torch.distributed as dist
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    mean = loss.detach().clone()
+    dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+    return mean.item()
+
+
+def time_rank_threads(n, setup, step, finish, iters, rounds=1):
+    """Ranks as threads: thread r runs state = setup(r) (the warm-up), then per
+    round, between barriers, `iters` calls of step(r, state) and finish() of
+    the last result. Returns rank 0's seconds per call, one per round."""
+    import threading
+    import time
+    times, errors = [], []
+    barrier = threading.Barrier(n)
+
+    def rank_main(r):
+        try:
+            state = setup(r)
+            for _ in range(rounds):
+                barrier.wait()
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    out = step(r, state)
+                finish(out)
+                barrier.wait()
+                if r == 0:
+                    times.append((time.perf_counter() - t0) / iters)
+        except BaseException as e:  # noqa: BLE001  (re-raised by the caller's thread)
+            errors.append(e)
+            barrier.abort()
+    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return times
