@@ -34,7 +34,7 @@ def _plugin_to_load():
     """The plugin file the device initialization will load (the core's rule:
     TORCH_TPU_PJRT_PLUGIN, else the first candidate on sys.path)."""
     import sys
-    path = os.environ.get("TORCH_TPU_PJRT_PLUGIN", "").strip()
+    path = _C._setting("TORCH_TPU_PJRT_PLUGIN")
     if path:
         return path
     found = _C._plugin_candidates([d for d in sys.path if d])
