@@ -276,6 +276,13 @@ class TpuHostBackend : public c10d::Backend {
     return all;
   }
 
+  std::vector<int> others() const {
+    std::vector<int> peers;
+    for (int r = 0; r < size_; r++)
+      if (r != rank_) peers.push_back(r);
+    return peers;
+  }
+
   std::string describe(const int64_t* q) const { return describe_shape(q[kDtype], q[kNdim], q + kDim0, kDims); }
 
   // Collectives whose tensors must agree on every rank (root: the root rank
@@ -285,10 +292,7 @@ class TpuHostBackend : public c10d::Backend {
     auto fp = fingerprint(op, t, root);
     fp[kTag] = reduce;
     if (!wants_check(fp)) return;
-    std::vector<int> peers;
-    for (int r = 0; r < size_; r++)
-      if (r != rank_) peers.push_back(r);
-    at::Tensor all = exchange(op, fp, peers);
+    at::Tensor all = exchange(op, fp, others());
     const int64_t len = fp_len();
     const int64_t* a = all.data_ptr<int64_t>();
     bool differ = false;
@@ -321,10 +325,7 @@ class TpuHostBackend : public c10d::Backend {
       fp[kHead + 2 * j + 1] = out_counts[j];
     }
     if (!wants_check(fp)) return;
-    std::vector<int> peers;
-    for (int r = 0; r < size_; r++)
-      if (r != rank_) peers.push_back(r);
-    at::Tensor all = exchange(op, fp, peers);
+    at::Tensor all = exchange(op, fp, others());
     const int64_t len = fp_len();
     const int64_t* a = all.data_ptr<int64_t>();
     std::string msg;
