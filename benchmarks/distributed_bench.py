@@ -10,6 +10,9 @@ figures are context; the report does not tune to it.
    - compiled transport: one process with 2 devices (TORCH_TPU_NUM_DEVICES=2),
      ranks as threads, one StableHLO all_reduce launched over both devices
      (`CompiledGroup.all_reduce`, the functional form).
+   - the tpu backend on CPU tensors (no staging) at each TORCH_TPU_DIST_CHECKS
+     level, set on the group's backend round by round: the "check ms" column
+     is the cross-rank check's cost per call at levels 1 and 2 over level 0.
    Bus bandwidth as nccl-tests defines it: algbw = bytes / time,
    busbw = algbw * 2 (n - 1) / n for all_reduce, so that it compares with
    the link's bandwidth whatever the rank count.
