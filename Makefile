@@ -95,7 +95,7 @@ $(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
 
 # The core's own tests through tests/c/core_glue.h: golden StableHLO of
 # representative lowerings, cache-key construction, Fused loop cuts.
-CORE_TESTS := $(addprefix $(BUILD)/test_,lowering_golden cache_keys fused_loops collectives)
+CORE_TESTS := $(addprefix $(BUILD)/test_,lowering_golden cache_keys fused_loops collectives procs)
 $(CORE_TESTS): $(BUILD)/test_%: tests/c/test_%.c tests/c/core_glue.h $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
 
@@ -123,6 +123,7 @@ test-c: build $(CORE_TESTS) $(BUILD)/test_runner
 	$(BUILD)/test_cache_keys $(PLUGIN)
 	$(BUILD)/test_fused_loops $(PLUGIN)
 	$(BUILD)/test_collectives $(PLUGIN)
+	$(BUILD)/test_procs $(PLUGIN)
 	$(MEMCHECK) $(BUILD)/test_disk_cache $(PLUGIN)
 	$(MAKE) -f tests/c/Makefile.runtime PLUGIN=$(PLUGIN) \
 	  $(if $(shell command -v valgrind),valgrind,run-runtime)

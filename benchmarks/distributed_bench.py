@@ -10,6 +10,9 @@ figures are context; the report does not tune to it.
    - compiled transport: one process with 2 devices (TORCH_TPU_NUM_DEVICES=2),
      ranks as threads, one StableHLO all_reduce launched over both devices
      (`CompiledGroup.all_reduce`, the functional form).
+   - the tpu backend on CPU tensors (no staging) at each TORCH_TPU_DIST_CHECKS
+     level, set on the group's backend round by round: the "check ms" column
+     is the cross-rank check's cost per call at levels 1 and 2 over level 0.
    Bus bandwidth as nccl-tests defines it: algbw = bytes / time,
    busbw = algbw * 2 (n - 1) / n for all_reduce, so that it compares with
    the link's bandwidth whatever the rank count.
@@ -25,16 +28,15 @@ import argparse
 import datetime
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+from dist_spawn import child_env, run_ranks, time_rank_threads  # noqa: E402  (shared with the tests)
 SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 QUICK_SIZES = [4 << 10, 1 << 20, 16 << 20]
 
@@ -59,21 +61,26 @@ def child_allreduce(out, sizes, rounds):
     dist.init_process_group("cpu:gloo,tpu:tpu", timeout=datetime.timedelta(seconds=300))
     rank, n = dist.get_rank(), dist.get_world_size()
     # the tpu backend on CPU tensors (used in place, no staging): gloo plus
-    # the backend's cross-rank shape/dtype check, which costs one small
-    # all_gather per collective
+    # the backend's cross-rank check (one small message to each peer per
+    # checked call), at each TORCH_TPU_DIST_CHECKS level (set on the group's
+    # backend round by round: 0 never, 1 the first call of a signature, 2 every call)
     tpu_group = dist.new_group(list(range(n)), backend="tpu")
+    tpu_backend = torch_tpu.distributed._tpu_backend(tpu_group)
+    levels = {"tpu_backend_cpu_checks0": 0, "tpu_backend_cpu_checks1": 1, "tpu_backend_cpu_checks2": 2}
     res = {}
     for size in sizes:
         numel = size // 4
-        xs = {"host": torch.ones(numel, device="tpu"), "gloo_cpu": torch.ones(numel),
-              "tpu_backend_cpu": torch.ones(numel)}
-        groups = {"tpu_backend_cpu": tpu_group}
+        xs = {"host": torch.ones(numel, device="tpu"), "gloo_cpu": torch.ones(numel)}
+        xs.update({k: torch.ones(numel) for k in levels})
+        groups = {k: tpu_group for k in levels}
         it = iters_for(size)
         times = {k: [] for k in xs}
         for k, x in xs.items():  # warm-up: compiles the staging programs, connects
+            tpu_backend.checks = levels.get(k, 1)
             dist.all_reduce(x, group=groups.get(k))
         for _ in range(rounds):
             for k, x in xs.items():
+                tpu_backend.checks = levels.get(k, 1)
                 dist.barrier()
                 t0 = time.perf_counter()
                 for _ in range(it):
@@ -97,27 +104,13 @@ def child_compiled(out, sizes, rounds, n):
     res = {}
     for size in sizes:
         numel = size // 4
-        it = iters_for(size)
-        times = []
-        barrier = threading.Barrier(n)
 
-        def rank_main(r):
+        def setup(r):
             x = torch.ones(numel, device=f"tpu:{r}")
             group.all_reduce(x).cpu()  # compiles (cached for later rounds)
-            for _ in range(rounds):
-                barrier.wait()
-                t0 = time.perf_counter()
-                for _ in range(it):
-                    y = group.all_reduce(x)
-                y.cpu()
-                barrier.wait()
-                if r == 0:
-                    times.append((time.perf_counter() - t0) / it)
-        ts = [threading.Thread(target=rank_main, args=(r,)) for r in range(n)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+            return x
+        times = time_rank_threads(n, setup, lambda r, x: group.all_reduce(x), lambda y: y.cpu(),
+                                  iters_for(size), rounds)
         res[size] = {"compiled": statistics.median(times)}
     with open(out, "w") as f:
         json.dump({"n": n, "seconds": res, "transport": group.transport()["transport"]}, f)
@@ -170,35 +163,12 @@ def child_train(out, steps, warmup):
 
 # ---- parent ----
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(n, args, env_extra=None, timeout=900):
     """n processes of this script (`child` args), torchrun's environment; rank 0's JSON."""
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-               WORLD_SIZE=str(n), **(env_extra or {}))
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
-        procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", out] + args,
-                                  env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for r in range(n)]
-        logs = []
-        try:
-            for p in procs:
-                logs.append(p.communicate(timeout=timeout)[0])
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-        for r, p in enumerate(procs):
-            if p.returncode != 0:
-                raise RuntimeError(f"rank {r} of {args[0]} exited with {p.returncode}:\n{logs[r][-3000:]}")
+        run_ranks([os.path.abspath(__file__), "--child", out] + args, n, child_env(**(env_extra or {})),
+                  timeout)
         with open(out) as f:
             return json.load(f)
 
@@ -234,28 +204,32 @@ def main():
                       env_extra={"TORCH_TPU_NUM_DEVICES": "2"})
     rows = []
     print(f"{'size':>8} | {'host (tpu, gloo)':>22} | {'compiled (threads)':>22} | "
-          f"{'gloo, CPU tensors':>22} | host/gloo  compiled/gloo  check ms")
+          f"{'gloo, CPU tensors':>22} | host/gloo  compiled/gloo  check ms (1 / 2)")
     print(f"{'':>8} | {'ms':>9} {'busbw GB/s':>12} | {'ms':>9} {'busbw GB/s':>12} | "
           f"{'ms':>9} {'busbw GB/s':>12} |  (time ratios)")
-    print(f"{'':>8}   (check ms: the tpu backend on CPU tensors minus plain gloo, fastest rounds: "
-          f"the cross-rank shape/dtype check)")
+    print(f"{'':>8}   (check ms: the tpu backend on CPU tensors with TORCH_TPU_DIST_CHECKS=1, then 2, "
+          f"minus the same with 0, fastest rounds: the cross-rank check's cost per call)")
     for s in sizes:
         h = host["seconds"][str(s)]["host"]
         g = host["seconds"][str(s)]["gloo_cpu"]
         c = compiled["seconds"][str(s)]["compiled"]
-        tc = host["seconds"][str(s)]["tpu_backend_cpu"]
+        sec = host["seconds"][str(s)]
+        tc = {lv: sec[f"tpu_backend_cpu_checks{lv}"] for lv in (0, 1, 2)}
         # the check's cost from the fastest rounds: the medians of two
         # variants both carry the other jobs' load, and their difference is noise
-        check = host["seconds"][str(s)]["tpu_backend_cpu_min"] - host["seconds"][str(s)]["gloo_cpu_min"]
+        check1 = sec["tpu_backend_cpu_checks1_min"] - sec["tpu_backend_cpu_checks0_min"]
+        check2 = sec["tpu_backend_cpu_checks2_min"] - sec["tpu_backend_cpu_checks0_min"]
         row = dict(bytes=s, host_ms=h * 1e3, compiled_ms=c * 1e3, gloo_cpu_ms=g * 1e3,
-                   tpu_backend_cpu_ms=tc * 1e3, check_ms=check * 1e3,
+                   tpu_backend_cpu_ms={lv: t * 1e3 for lv, t in tc.items()},
+                   check1_ms=check1 * 1e3, check2_ms=check2 * 1e3,
+                   checks2_over_checks1=sec["tpu_backend_cpu_checks2_min"] / sec["tpu_backend_cpu_checks1_min"],
                    min_ms={k: v * 1e3 for k, v in host["seconds"][str(s)].items() if k.endswith("_min")},
                    host_busbw=bus_bw(s, h, 2), compiled_busbw=bus_bw(s, c, 2),
                    gloo_cpu_busbw=bus_bw(s, g, 2), host_over_gloo=h / g, compiled_over_gloo=c / g)
         rows.append(row)
         print(f"{fmt_size(s):>8} | {h * 1e3:9.3f} {row['host_busbw']:12.3f} | {c * 1e3:9.3f} "
               f"{row['compiled_busbw']:12.3f} | {g * 1e3:9.3f} {row['gloo_cpu_busbw']:12.3f} | "
-              f"{h / g:9.2f}  {c / g:12.2f}  {check * 1e3:8.3f}", flush=True)
+              f"{h / g:9.2f}  {c / g:12.2f}  {check1 * 1e3:6.3f} / {check2 * 1e3:.3f}", flush=True)
 
     ranks = [int(r) for r in args.ranks.split(",")]
     steps, warmup = (4, 2) if args.quick else (10, 3)

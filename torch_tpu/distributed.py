@@ -30,16 +30,56 @@ _STORE_PREFIX = "tpu_host/"
 _registered = False
 
 
-def _pick_device():
+def _plugin_to_load():
+    """The plugin file the device initialization will load (the core's rule:
+    TORCH_TPU_PJRT_PLUGIN, else the first candidate on sys.path)."""
+    import sys
+    path = _C._setting("TORCH_TPU_PJRT_PLUGIN")
+    if path:
+        return path
+    found = _C._plugin_candidates([d for d in sys.path if d])
+    return found[0][1] if found else ""
+
+
+# Why this process's client is (or is not) a multi-process one; set once, by
+# the first backend made before the device was initialized.
+_client_setup = {"kind": None, "multiprocess": False, "why": None}
+
+
+def _setup_client(store, rank, size):
+    """Before the device is initialized, with a world of several processes:
+    a plugin that is neither the CPU one nor libtpu (the CUDA plugin) gets a
+    client spanning the job's processes (num_nodes = world size, node_id =
+    rank, visible_devices = LOCAL_RANK) whose key-value callbacks use the
+    c10d store; libtpu joins its processes through its own environment; the
+    CPU plugin has no multi-process client."""
+    path = _plugin_to_load()
+    kind = _C._plugin_kind(path) if path else "unknown"
+    _client_setup["kind"] = kind
+    if size < 2:
+        return
+    if kind == "other":
+        local = os.environ.get("LOCAL_RANK")
+        visible = int(local) if local is not None and local.isdigit() else -1
+        _C._set_multiprocess_client(dist.PrefixStore("tpu_pjrt/", store), size, rank, visible)
+        _client_setup.update(multiprocess=True,
+                             why=f"the client was made for {size} processes (num_nodes={size}, "
+                                 f"node_id={rank}, key-value callbacks over the c10d store)")
+    elif kind == "tpu":
+        _client_setup["why"] = "libtpu joins the processes of a slice through its own environment"
+
+
+def _pick_device(store=None, rank=0, size=1):
     # Each process owns one tpu device. Where this process's client has
     # several (TORCH_TPU_NUM_DEVICES, or a multi-chip host), LOCAL_RANK picks
     # it, as launchers set it; on the CPU plugin each process has its own
     # client whose tpu:0 is its device. Initializing the plugin here also
     # keeps DeviceMesh from calling set_device(LOCAL_RANK) on a client that
     # has fewer devices than local ranks.
-    import os
     if torch.tpu.is_initialized():
         return
+    if store is not None:
+        _setup_client(store, rank, size)
     torch.tpu.init()
     local = os.environ.get("LOCAL_RANK")
     if local is not None and local.isdigit() and int(local) < torch.tpu.device_count():
@@ -82,8 +122,35 @@ def _compiled_backend(store, prefix, rank, size, timeout):
     return _C._TpuCompiledBackend(entry[0]._g, rank, size, seconds)
 
 
+def _procs_choice(store, prefix, rank, size):
+    """(global ids of every member's device, None) when this process's client
+    sees the devices of every member of the group (a multi-process client),
+    else (None, the reason)."""
+    table = _C._client_device_table()
+    local = {loc: gid for gid, _, loc in table if loc >= 0}
+    kind = _client_setup["kind"] or _C._plugin_kind(_C._plugin_path())
+    if len(table) == len(local):
+        if kind == "cpu":
+            why = (f"the CPU plugin has no multi-process client: it reads only its cpu_device_count "
+                   f"option and ignores num_nodes, node_id and the key-value callbacks, so this "
+                   f"process's client sees its own {len(table)} device(s) and none of the other "
+                   f"processes'")
+        else:
+            why = (f"this process's client sees only its own {len(table)} device(s) "
+                   f"({_client_setup['why'] or 'it was not made as a multi-process client: the device was initialized before init_process_group'})")
+        return None, why
+    me = local.get(torch.tpu.current_device(), -1)
+    store.set(f"{prefix}gid/{rank}", str(me))
+    ids = [int(store.get(f"{prefix}gid/{r}").decode()) for r in range(size)]
+    seen = {gid for gid, _, _ in table}
+    if len(set(ids)) != size or not set(ids) <= seen or -1 in ids:
+        return None, (f"the members' devices (global ids {ids}) are not {size} distinct devices of "
+                      f"this client's {len(table)}")
+    return ids, None
+
+
 def _create_backend(store, rank, size, timeout):
-    _pick_device()
+    _pick_device(store, rank, size)
     # The inner gloo group lives under its own prefix of this group's store
     # (itself already prefixed by the group's name), so any number of groups,
     # and a plain gloo backend for cpu tensors beside us, never share keys.
@@ -96,9 +163,15 @@ def _create_backend(store, rank, size, timeout):
     compiled = _compiled_backend(store, f"{_STORE_PREFIX}{generation}/", rank, size, timeout)
     if compiled is not None:
         return compiled
+    why_host = None
+    if size > 1:
+        ids, why_host = _procs_choice(store, f"{_STORE_PREFIX}{generation}/", rank, size)
+        if ids is not None:
+            return _C._TpuProcsBackend(ids, rank)
     inner = dist.ProcessGroupGloo(dist.PrefixStore(f"{_STORE_PREFIX}{generation}/", store),
                                   rank, size, timeout)
     backend = _C._TpuHostBackend(inner, rank, size)
+    backend.reason = why_host or "a group of one process"
     return backend
 
 
@@ -155,17 +228,23 @@ def distributed_transport(group=None) -> dict:
                     reason="this group has no backend for device tpu; pass backend='tpu' "
                            "or 'cpu:gloo,tpu:tpu' to init_process_group / new_group")
         return info
+    if isinstance(backend, getattr(_C, "_TpuProcsBackend", ())):
+        info.update(transport="compiled", backend="tpu_compiled_procs", inner=None,
+                    device_ids=list(backend.ids),
+                    reason=("this process's PJRT client sees every member's device (a multi-process "
+                            f"client: {_client_setup['why']}), so each collective is one StableHLO "
+                            f"program compiled for {len(backend.ids)} partitions with the device "
+                            "assignment of their global ids, each process launching its own share"))
+        return info
     if not isinstance(backend, _C._TpuHostBackend):
         info.update(transport="other", backend=type(backend).__name__, inner=None,
                     reason="device tpu is served by a backend that is not torch_tpu's")
         return info
-    plugin = torch.tpu.get_device_name() if torch.tpu.is_available() else "unknown"
+    why = backend.reason
     info.update(
-        transport="host", backend=BACKEND_NAME, inner=backend.inner.name(),
-        reason=(f"each process owns its own PJRT client ({plugin}), which cannot address "
-                "another process's devices, so tensors are staged through host memory and "
-                "exchanged by gloo; compiled collectives need one client addressing every "
-                "participating device, which this build does not use yet"))
+        transport="host", backend=BACKEND_NAME, inner=backend.inner.name(), checks=backend.checks,
+        reason=(f"{why}; so the compiled transport (one program over every member's device) "
+                "cannot run, and tensors are staged through host memory and exchanged by gloo"))
     return info
 
 

@@ -86,6 +86,13 @@ static const tt_setting_info table[TT_SETTINGS] = {
         "per compile, write the StableHLO module, its compile options and its cache key explained (and torch.compile's FX graphs before and after AOTAutograd) into this directory, indexed in order with the user's source line by `manifest.json` (docs/tools.md)"},
     [TT_SETTING_DEBUG_PROGRAMS] = {"TORCH_TPU_DEBUG_PROGRAMS", BOOL("0"), TT_EXPERIMENTAL,
         "print a program the plugin rejects to stderr"},
+    [TT_SETTING_DIST_CHECKS] = {"TORCH_TPU_DIST_CHECKS", INT("1", 0, 2), TT_STABLE,
+        "the `tpu` distributed backend's cross-rank check that the ranks call the same "
+        "collective (op, reduction, dtype, shape; `all_to_all_single`'s split sizes; a "
+        "`send`'s and its `recv`'s dtype and size): a mismatch raises an error naming the op "
+        "on every rank instead of gloo's abort or timeout. `1`: once per signature (op, dtypes, "
+        "shapes, splits, group) on its first call; `2`: every call (one small message to each "
+        "peer per collective); `0`: never (docs/distributed.md)"},
 };
 
 #undef BOOL

@@ -214,18 +214,55 @@ typedef struct {
 TT_PJRT_STRUCT_SIZE(PJRT_Event_OnReady_Args, user_arg);
 typedef PJRT_Error *PJRT_Event_OnReady(PJRT_Event_OnReady_Args *args);
 
+/* ------------------------------------------------------- key-value callbacks */
+
+/* A multi-process client (the CUDA plugin with num_nodes > 1) finds the
+ * other processes through a key-value store the caller provides as two
+ * callbacks (runtime_procs.c implements them over tt_kv_store). On failure
+ * a callback returns the PJRT_Error that *callback_error makes from a code
+ * and a message (which it copies). */
+typedef PJRT_Error *(*PJRT_CallbackError)(PJRT_Error_Code code, const char *message,
+                                          size_t message_size);
+typedef void (*PJRT_KeyValueGetCallback_ValueDeleter)(char *value);
+
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  const char *key;
+  size_t key_size;
+  int timeout_in_ms;
+  PJRT_CallbackError *callback_error;
+  void *user_arg;
+  char *value;       /* out, freed by the plugin with value_deleter_callback */
+  size_t value_size; /* out */
+  PJRT_KeyValueGetCallback_ValueDeleter value_deleter_callback; /* out */
+} PJRT_KeyValueGetCallback_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_KeyValueGetCallback_Args, value_deleter_callback);
+typedef PJRT_Error *(*PJRT_KeyValueGetCallback)(PJRT_KeyValueGetCallback_Args *args);
+
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  const char *key;
+  size_t key_size;
+  const char *value;
+  size_t value_size;
+  PJRT_CallbackError *callback_error;
+  void *user_arg;
+} PJRT_KeyValuePutCallback_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_KeyValuePutCallback_Args, user_arg);
+typedef PJRT_Error *(*PJRT_KeyValuePutCallback)(PJRT_KeyValuePutCallback_Args *args);
+
 /* ------------------------------------------------------------------- client */
 
 typedef struct {
   TT_PJRT_ARGS_HEAD;
   const PJRT_NamedValue *create_options;
   size_t num_options;
-  void *kv_get_callback; /* PJRT_KeyValueGetCallback; unused, NULL */
+  PJRT_KeyValueGetCallback kv_get_callback; /* NULL unless multi-process */
   void *kv_get_user_arg;
-  void *kv_put_callback; /* PJRT_KeyValuePutCallback; unused, NULL */
+  PJRT_KeyValuePutCallback kv_put_callback;
   void *kv_put_user_arg;
   PJRT_Client *client; /* out */
-  void *kv_try_get_callback; /* PJRT_KeyValueTryGetCallback; unused, NULL */
+  void *kv_try_get_callback; /* PJRT_KeyValueTryGetCallback; optional, unused: NULL */
   void *kv_try_get_user_arg;
 } PJRT_Client_Create_Args;
 TT_PJRT_STRUCT_SIZE(PJRT_Client_Create_Args, kv_try_get_user_arg);
@@ -255,6 +292,17 @@ typedef struct {
 } PJRT_Client_AddressableDevices_Args;
 TT_PJRT_STRUCT_SIZE(PJRT_Client_AddressableDevices_Args, num_addressable_devices);
 typedef PJRT_Error *PJRT_Client_AddressableDevices(PJRT_Client_AddressableDevices_Args *args);
+
+/* Every device the client sees: its own and, in a multi-process client, the
+ * other processes' (not addressable here). */
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  PJRT_Client *client;
+  PJRT_Device *const *devices; /* out, client lifetime */
+  size_t num_devices;          /* out */
+} PJRT_Client_Devices_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_Client_Devices_Args, num_devices);
+typedef PJRT_Error *PJRT_Client_Devices(PJRT_Client_Devices_Args *args);
 
 typedef struct {
   TT_PJRT_ARGS_HEAD;
@@ -367,6 +415,14 @@ typedef struct {
 } PJRT_DeviceDescription_Id_Args;
 TT_PJRT_STRUCT_SIZE(PJRT_DeviceDescription_Id_Args, id);
 typedef PJRT_Error *PJRT_DeviceDescription_Id(PJRT_DeviceDescription_Id_Args *args);
+
+typedef struct {
+  TT_PJRT_ARGS_HEAD;
+  PJRT_DeviceDescription *device_description;
+  int process_index; /* out */
+} PJRT_DeviceDescription_ProcessIndex_Args;
+TT_PJRT_STRUCT_SIZE(PJRT_DeviceDescription_ProcessIndex_Args, process_index);
+typedef PJRT_Error *PJRT_DeviceDescription_ProcessIndex(PJRT_DeviceDescription_ProcessIndex_Args *args);
 
 /* Kind, DebugString and ToString share this shape. */
 typedef struct {
@@ -715,7 +771,7 @@ typedef struct PJRT_Api {
   PJRT_Client_PlatformName *PJRT_Client_PlatformName;
   PJRT_Unused *PJRT_Client_ProcessIndex;
   PJRT_Unused *PJRT_Client_PlatformVersion;
-  PJRT_Unused *PJRT_Client_Devices;
+  PJRT_Client_Devices *PJRT_Client_Devices;
   PJRT_Client_AddressableDevices *PJRT_Client_AddressableDevices;
   PJRT_Unused *PJRT_Client_LookupDevice;
   PJRT_Unused *PJRT_Client_LookupAddressableDevice;
@@ -725,7 +781,7 @@ typedef struct PJRT_Api {
   PJRT_Client_BufferFromHostBuffer *PJRT_Client_BufferFromHostBuffer;
 
   PJRT_DeviceDescription_Id *PJRT_DeviceDescription_Id;
-  PJRT_Unused *PJRT_DeviceDescription_ProcessIndex;
+  PJRT_DeviceDescription_ProcessIndex *PJRT_DeviceDescription_ProcessIndex;
   PJRT_Unused *PJRT_DeviceDescription_Attributes;
   PJRT_DeviceDescription_String *PJRT_DeviceDescription_Kind;
   PJRT_DeviceDescription_String *PJRT_DeviceDescription_DebugString;
@@ -867,6 +923,12 @@ _Static_assert(offsetof(PJRT_Api, PJRT_Client_Create) == 40 + 10 * 8, "PJRT_Api 
 _Static_assert(offsetof(PJRT_Api, PJRT_LoadedExecutable_GetDeviceAssignment) + 8 == 984,
                "PJRT_Api 0.81 table size");
 _Static_assert(PJRT_NamedValue_SIZE == 56, "PJRT_NamedValue layout");
+_Static_assert(PJRT_KeyValueGetCallback_Args_SIZE == 80 &&
+                   offsetof(PJRT_KeyValueGetCallback_Args, callback_error) == 40,
+               "PJRT_KeyValueGetCallback_Args layout");
+_Static_assert(PJRT_KeyValuePutCallback_Args_SIZE == 64, "PJRT_KeyValuePutCallback_Args layout");
+_Static_assert(PJRT_Client_Create_Args_SIZE == 88 && offsetof(PJRT_Client_Create_Args, client) == 64,
+               "PJRT_Client_Create_Args layout");
 _Static_assert(offsetof(PJRT_ExecuteOptions, multi_slice_config) == 112, "PJRT_ExecuteOptions 0.81 prefix");
 _Static_assert(PJRT_Client_BufferFromHostBuffer_Args_SIZE == 120,
                "PJRT_Client_BufferFromHostBuffer_Args layout");

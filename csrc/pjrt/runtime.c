@@ -385,37 +385,33 @@ static const char *path_basename(const char *p) {
   return s ? s + 1 : p;
 }
 
-static tt_error *create_client(tt_runtime *rt, int num_cpu_devices) {
+static tt_error *create_client(tt_runtime *rt, const tt_runtime_options *opts) {
   const PJRT_Api *api = rt->api;
-  PJRT_NamedValue opt = {
-      .struct_size = PJRT_NamedValue_SIZE,
-      .name = "cpu_device_count",
-      .name_size = strlen("cpu_device_count"),
-      .type = PJRT_NamedValue_kInt64,
-      .int64_value = num_cpu_devices,
-      .value_size = 1,
-  };
+  tt_plugin_kind kind = tt_plugin_kind_of(rt->path);
+  tt_runtime_options o = *opts;
   /* Other plugins (GPU) reject option names they do not know, so the CPU
-   * option is only sent to plugins that look like CPU plugins, and a
-   * rejection of it falls back to no options. */
-  bool send = num_cpu_devices > 0 && strstr(path_basename(rt->path), "cpu") != NULL;
+   * option is only sent to plugins that look like CPU plugins
+   * (tt_runtime_create_options), and a rejection of it falls back to no
+   * options. */
   for (;;) {
     PJRT_Client_Create_Args a = {.struct_size = PJRT_Client_Create_Args_SIZE};
-    if (send) {
-      a.create_options = &opt;
-      a.num_options = 1;
-    }
+    PJRT_NamedValue named[TT_CREATE_OPTIONS_MAX];
+    int64_t lists[TT_CREATE_OPTIONS_MAX];
+    TT_TRY(tt_runtime_fill_create_args(&o, kind, &a, named, lists));
     PJRT_Error *perr = api->PJRT_Client_Create(&a);
     if (!perr) {
       rt->client = a.client;
       return NULL;
     }
     tt_error *err = tt_pjrt_error(api, perr, TT_ERR_PLUGIN, "PJRT_Client_Create failed");
-    if (send && strstr(tt_error_message(err), "cpu_device_count")) {
+    if (o.num_cpu_devices > 0 && kind == TT_PLUGIN_CPU &&
+        strstr(tt_error_message(err), "cpu_device_count")) {
       tt_error_free(err);
-      send = false;
+      o.num_cpu_devices = 0;
       continue;
     }
+    if (o.num_nodes > 1)
+      err = tt_error_wrap(err, "a client of %d processes (this one %d): ", o.num_nodes, o.node_id);
     return tt_error_wrap(err, "%s: ", rt->path);
   }
 }
@@ -493,8 +489,20 @@ void tt_runtime_release_internal(tt_runtime *rt) {
 }
 
 tt_error *tt_runtime_open(const char *plugin_path, int num_cpu_devices, tt_runtime **out) {
+  tt_runtime_options o = {0};
+  /* torch.distributed's options for a multi-process client, if set, apply
+   * to plugins that are not the CPU one (which has no such client) */
+  if (!tt_runtime_get_process_options(&o) || tt_plugin_kind_of(plugin_path) == TT_PLUGIN_CPU)
+    o = (tt_runtime_options){.visible_device = -1};
+  o.num_cpu_devices = num_cpu_devices;
+  return tt_runtime_open_with(plugin_path, &o, out);
+}
+
+tt_error *tt_runtime_open_with(const char *plugin_path, const tt_runtime_options *opts,
+                               tt_runtime **out) {
   if (!out) return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_runtime_open: out is NULL");
   *out = NULL;
+  if (!opts) return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_runtime_open: no options");
   if (!plugin_path || !*plugin_path)
     return tt_error_new(TT_ERR_PLUGIN, "no PJRT plugin path given");
   if (access(plugin_path, R_OK) != 0)
@@ -547,7 +555,7 @@ tt_error *tt_runtime_open(const char *plugin_path, int num_cpu_devices, tt_runti
   rt->path = dup_n(plugin_path, strlen(plugin_path));
   tt_error *err = rt->path ? NULL : tt_error_new(TT_ERR_OUT_OF_MEMORY, "out of host memory");
   if (!err) err = read_attributes(rt);
-  if (!err) err = create_client(rt, num_cpu_devices);
+  if (!err) err = create_client(rt, opts);
   if (!err) err = read_devices(rt);
   if (!err && strcmp(rt->platform, "cpu") == 0) {
     atomic_store(&rt->host_layout_ok, false); /* CPU buffers are row-major already */

@@ -44,6 +44,92 @@ int tt_runtime_plugin_candidates(const char *const *search_dirs,
  * others). On success *out owns the plugin handle and client. */
 tt_error *tt_runtime_open(const char *plugin_path, int num_cpu_devices, tt_runtime **out);
 
+/* ------------------------------------------------ multi-process clients */
+
+/* A key-value store shared by the processes of a job (torch_tpu: the c10d
+ * Store), through which a multi-process client finds the others. get waits
+ * at most timeout_ms for key and returns its value malloc'd (caller frees;
+ * a TT_ERR_RUNTIME error whose message says "timed out" on a timeout); put
+ * sets it. Both must be thread-safe. ctx is passed through. */
+typedef struct {
+  void *ctx;
+  tt_error *(*get)(void *ctx, const char *key, size_t key_len, int timeout_ms, char **value,
+                   size_t *value_len);
+  tt_error *(*put)(void *ctx, const char *key, size_t key_len, const char *value,
+                   size_t value_len);
+} tt_kv_store;
+
+typedef struct {
+  int num_cpu_devices; /* cpu_device_count, CPU plugins only; <= 0: the plugin's default */
+  int num_nodes;       /* > 1: a client spanning num_nodes processes; 0 or 1: this one */
+  int node_id;         /* this process, in [0, num_nodes) */
+  int visible_device;  /* >= 0: the one local device this process uses (visible_devices) */
+  const tt_kv_store *kv; /* required when num_nodes > 1; must outlive the runtime */
+} tt_runtime_options;
+
+enum { TT_CREATE_OPTIONS_MAX = 8 };
+typedef struct {
+  const char *name;   /* "num_nodes" */
+  bool is_list;       /* an int64 list of one element (visible_devices) */
+  int64_t value;
+} tt_create_option;
+
+typedef enum { TT_PLUGIN_CPU, TT_PLUGIN_TPU, TT_PLUGIN_OTHER } tt_plugin_kind;
+/* From the plugin file's name: "cpu" in it (xla_cpu_pjrt.so), "libtpu", else other (CUDA). */
+tt_plugin_kind tt_plugin_kind_of(const char *plugin_path);
+
+/* The create options PJRT_Client_Create gets for opts on a plugin of `kind`
+ * (runtime_procs.c): cpu_device_count for CPU plugins; num_nodes, node_id
+ * and visible_devices for a multi-process client of another plugin. libtpu
+ * takes no options (its processes join through the environment libtpu
+ * reads). Errors: a multi-process client on the CPU plugin (it has none),
+ * node_id out of range, no key-value store. *n receives the count. */
+tt_error *tt_runtime_create_options(const tt_runtime_options *opts, tt_plugin_kind kind,
+                                    tt_create_option *out, int cap, int *n);
+
+/* tt_runtime_open with options (tt_runtime_open(path, n, out) is this with
+ * only num_cpu_devices = n). When opts->num_nodes > 1 the client is made with
+ * the key-value callbacks over opts->kv. */
+tt_error *tt_runtime_open_with(const char *plugin_path, const tt_runtime_options *opts,
+                               tt_runtime **out);
+
+/* Options for the next tt_runtime_open of a plugin that is not a CPU one in
+ * this process (torch_tpu sets them when torch.distributed starts with
+ * backend "tpu" before the device is initialized); NULL clears them. The
+ * kv store must outlive every runtime opened with it. Guarded by a lock. */
+void tt_runtime_set_process_options(const tt_runtime_options *opts);
+bool tt_runtime_get_process_options(tt_runtime_options *out); /* false: none set */
+
+/* Test hook: calls the key-value callbacks handed to PJRT_Client_Create as a
+ * plugin would (put, or get with a timeout), through their PJRT argument
+ * structs and an error callback of the hook's own, over kv. get's value is
+ * malloc'd (caller frees). */
+tt_error *tt_kv_callbacks_test_put(const tt_kv_store *kv, const char *key, const char *value,
+                                   size_t value_len);
+tt_error *tt_kv_callbacks_test_get(const tt_kv_store *kv, const char *key, int timeout_ms,
+                                   char **value, size_t *value_len);
+
+/* One device the client sees (PJRT_Client_Devices): its global id, its
+ * process (-1 when the plugin does not say) and, when it is addressable
+ * here, its index among the client's devices (else -1). */
+typedef struct {
+  int id;
+  int process_index;
+  int local;
+} tt_global_device;
+/* Every device the client sees, this process's and the others'; *n receives
+ * the count (may exceed cap: only cap are written). */
+tt_error *tt_runtime_global_devices(tt_runtime *rt, tt_global_device *out, int cap, int *n);
+
+/* Maps a device assignment of global ids (partition r runs on ids[r], every
+ * process's devices) onto this client's table (tt_runtime_global_devices):
+ * for each partition whose device is addressable here, local_partition[k]
+ * is r and local_device[k] its client index, in partition order; *n_local
+ * receives the count. Errors: n < 1, an id listed twice, an id the client
+ * does not see, no partition on this process. */
+tt_error *tt_spmd_assignment(const int *ids, int n, const tt_global_device *table, int table_n,
+                             int *local_partition, int *local_device, int *n_local);
+
 /* Waits for pending work, destroys the client. Accepts NULL. */
 void tt_runtime_close(tt_runtime *rt);
 
@@ -148,6 +234,14 @@ tt_error *tt_execute(tt_executable *exe, int device, tt_buffer *const *args, int
  * The executable cannot be launched with tt_execute. */
 tt_error *tt_compile_spmd(tt_runtime *rt, const char *mlir_text, size_t text_len,
                           const int *devices, int n, tt_executable **out);
+/* A multi-device program over every process's devices: partition r runs on
+ * the device of global id ids[r], which may belong to another process of a
+ * multi-process client. The executable's devices are this process's share
+ * (tt_spmd_assignment); launch it with tt_execute_spmd, passing the client
+ * indices of those devices and only their arguments: each process launches
+ * its own share, and the plugin joins the processes' launches. */
+tt_error *tt_compile_spmd_global(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                                 const int *ids, int n, tt_executable **out);
 /* 1 for single-device programs, n for tt_compile_spmd's. */
 int tt_executable_num_devices(const tt_executable *exe);
 /* Launches a multi-device program once over its n devices: args holds

@@ -147,6 +147,13 @@ tt_error *tt_pjrt_compile(tt_runtime *rt, const char *mlir_text, size_t text_len
 tt_error *tt_executable_wrap(tt_runtime *rt, PJRT_LoadedExecutable *le, bool spmd,
                              tt_executable **out);
 
+/* Fills a client's create arguments for opts (runtime_procs.c): options
+ * into `named` (room for TT_CREATE_OPTIONS_MAX), list values into `lists`
+ * (as many), and the key-value callbacks over opts->kv when multi-process. */
+tt_error *tt_runtime_fill_create_args(const tt_runtime_options *opts, tt_plugin_kind kind,
+                                      PJRT_Client_Create_Args *a, PJRT_NamedValue *named,
+                                      int64_t *lists);
+
 /* ------------------------------------------------------ test/bench hooks */
 
 /* Live tt_buffer / tt_executable objects created through rt, and completion

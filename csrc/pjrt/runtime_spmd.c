@@ -1,7 +1,9 @@
 /* PJRT runtime, part 4: programs that span several devices of the client
  * (compiled collectives). One program is compiled with num_partitions = n,
  * SPMD partitioning on and a 1 x n device assignment of the devices' global
- * ids, and launched once with one argument list per device. */
+ * ids, and launched once with one argument list per device. Across
+ * processes (tt_compile_spmd_global) the assignment lists every process's
+ * devices and each process launches its own share with its own arguments. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +103,31 @@ static tt_error *device_global_id(tt_runtime *rt, int device, int *id) {
   return NULL;
 }
 
+/* Compiles for n partitions on the devices of global ids ids[0..n-1]; the
+ * executable must address n_local of them (this process's share). */
+static tt_error *compile_with_ids(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                                  const int *ids, int n, int n_local, tt_executable **out) {
+  pb_buf opts = {0};
+  TT_TRY(encode_spmd_options(ids, n, &opts));
+  PJRT_LoadedExecutable *le = NULL;
+  tt_error *err = tt_pjrt_compile(rt, mlir_text, text_len, opts.p, opts.n,
+                                  "the PJRT plugin rejected the multi-device program", &le);
+  free(opts.p);
+  if (err) return err;
+  TT_TRY(tt_executable_wrap(rt, le, true, out));
+  (*out)->may_donate = false;
+  if ((*out)->num_spmd_devices != n_local) {
+    int got = (*out)->num_spmd_devices;
+    tt_executable_release(*out);
+    *out = NULL;
+    return tt_error_new(TT_ERR_RUNTIME,
+                        "the multi-device program addresses %d devices of this process, %d were "
+                        "assigned (of %d partitions)",
+                        got, n_local, n);
+  }
+  return NULL;
+}
+
 tt_error *tt_compile_spmd(tt_runtime *rt, const char *mlir_text, size_t text_len,
                           const int *devices, int n, tt_executable **out) {
   if (!rt || !mlir_text || !devices || !out || n < 1)
@@ -119,25 +146,42 @@ tt_error *tt_compile_spmd(tt_runtime *rt, const char *mlir_text, size_t text_len
                            devices[i]);
     if (!err) err = device_global_id(rt, devices[i], &ids[i]);
   }
-  pb_buf opts = {0};
-  if (!err) err = encode_spmd_options(ids, n, &opts);
+  if (!err) err = compile_with_ids(rt, mlir_text, text_len, ids, n, n, out);
   free(ids);
-  if (err) return err;
-  PJRT_LoadedExecutable *le = NULL;
-  err = tt_pjrt_compile(rt, mlir_text, text_len, opts.p, opts.n,
-                        "the PJRT plugin rejected the multi-device program", &le);
-  free(opts.p);
-  if (err) return err;
-  TT_TRY(tt_executable_wrap(rt, le, true, out));
-  (*out)->may_donate = false;
-  if ((*out)->num_spmd_devices != n) {
-    int got = (*out)->num_spmd_devices;
-    tt_executable_release(*out);
-    *out = NULL;
-    return tt_error_new(TT_ERR_RUNTIME,
-                        "the multi-device program addresses %d devices, %d were assigned", got, n);
+  return err;
+}
+
+tt_error *tt_compile_spmd_global(tt_runtime *rt, const char *mlir_text, size_t text_len,
+                                 const int *ids, int n, tt_executable **out) {
+  if (!rt || !mlir_text || !ids || !out || n < 1)
+    return tt_error_new(TT_ERR_INVALID_ARGUMENT, "tt_compile_spmd_global: bad arguments");
+  *out = NULL;
+  int table_n = 0;
+  TT_TRY(tt_runtime_global_devices(rt, NULL, 0, &table_n));
+  tt_global_device *table = calloc((size_t)(table_n ? table_n : 1), sizeof *table);
+  int *part = calloc((size_t)n, sizeof *part), *local = calloc((size_t)n, sizeof *local);
+  tt_error *err = table && part && local ? NULL : oom();
+  int got = 0, n_local = 0;
+  if (!err) err = tt_runtime_global_devices(rt, table, table_n, &got);
+  if (!err) err = tt_spmd_assignment(ids, n, table, got < table_n ? got : table_n, part, local, &n_local);
+  if (!err) err = compile_with_ids(rt, mlir_text, text_len, ids, n, n_local, out);
+  /* the executable must run on exactly this process's share */
+  for (int k = 0; !err && k < n_local; k++) {
+    bool listed = false;
+    for (int j = 0; j < (*out)->num_spmd_devices; j++) listed |= (*out)->spmd_devices[j] == local[k];
+    if (!listed) {
+      err = tt_error_new(TT_ERR_RUNTIME,
+                         "the multi-device program does not run on client device %d, which the "
+                         "assignment gives partition %d",
+                         local[k], part[k]);
+      tt_executable_release(*out);
+      *out = NULL;
+    }
   }
-  return NULL;
+  free(table);
+  free(part);
+  free(local);
+  return err;
 }
 
 int tt_executable_num_devices(const tt_executable *exe) {

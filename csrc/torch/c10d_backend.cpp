@@ -18,10 +18,15 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 
 extern "C" {
+#include "core/settings.h"
 #include "core/trace.h"
+#include "torch/collectives_bindings.h"
 }
 
 namespace torch_tpu {
@@ -32,6 +37,8 @@ using WorkPtr = c10::intrusive_ptr<Work>;
 
 std::atomic<int64_t> g_staged_collectives{0};
 std::atomic<int64_t> g_staged_bytes{0};
+std::atomic<int64_t> g_checks_run{0};      // cross-rank checks exchanged
+std::atomic<int64_t> g_checks_skipped{0};  // calls whose signature was checked before (level 1)
 
 // One tensor of a collective as gloo sees it: `host` is `user` itself when
 // that is a contiguous CPU tensor, else a contiguous host copy written back
@@ -44,6 +51,7 @@ struct Staged {
 
 Staged stage_in(const at::Tensor& t) {
   if (t.is_cpu() && t.is_contiguous()) return {t, t, true};
+  if (!t.is_cpu()) collective_flush(t, /*host_transport=*/true);  // counted as a collective's flush
   at::Tensor h = t.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
   g_staged_bytes += static_cast<int64_t>(h.nbytes());
   return {t, h, false};
@@ -67,9 +75,24 @@ WorkPtr completed(std::vector<at::Tensor> outputs) {
   return Work::create_from_future(fut);
 }
 
-void wait_inner(const WorkPtr& w) {
-  g_staged_collectives++;
-  if (w) w->wait();
+// The first line of an exception's message (gloo's carry a C++ backtrace).
+std::string first_line(const std::exception& e) {
+  std::string m = e.what();
+  size_t nl = m.find('\n');
+  return nl == std::string::npos ? m : m.substr(0, nl);
+}
+
+// A stable 32-bit name hash (FNV-1a): the same in every process.
+int64_t name_hash(const char* s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ static_cast<uint8_t>(*s)) * 16777619u;
+  return static_cast<int64_t>(h);
+}
+
+std::string describe_shape(int64_t dtype, int64_t ndim, const int64_t* dims, int64_t max_dims) {
+  std::string s = std::string(c10::toString(static_cast<at::ScalarType>(dtype))) + "[";
+  for (int64_t d = 0; d < ndim && d < max_dims; d++) s += (d ? ", " : "") + std::to_string(dims[d]);
+  return s + (ndim > max_dims ? ", ...]" : "]");
 }
 
 std::vector<at::Tensor> hosts(const std::vector<Staged>& v) {
@@ -143,48 +166,251 @@ void divide(at::Tensor& host, int size) {
 class TpuHostBackend : public c10d::Backend {
  public:
   TpuHostBackend(c10::intrusive_ptr<c10d::Backend> inner, int rank, int size)
-      : c10d::Backend(rank, size), inner_(std::move(inner)) {}
+      : c10d::Backend(rank, size),
+        inner_(std::move(inner)),
+        checks_(static_cast<int>(tt_setting_int_or_default(TT_SETTING_DIST_CHECKS))) {}
 
   const std::string getBackendName() const override { return "tpu"; }
 
   // gloo aborts the whole process (an uncaught exception on its thread) when
-  // ranks exchange buffers of different sizes. So each collective whose
-  // tensors must agree across ranks first gathers a fixed-size fingerprint
-  // (op, reduction, dtype, shape) of every rank, and all ranks raise the same
-  // error, naming the op and each rank's tensor, if any differ.
-  void check_same(const char* op, const at::Tensor& t, int64_t reduce = -1) {
-    constexpr int64_t kDims = 6, kLen = 4 + kDims;
-    at::Tensor mine = at::zeros({kLen}, at::kLong);
-    auto* p = mine.data_ptr<int64_t>();
-    p[0] = static_cast<int64_t>(std::hash<std::string>{}(op) & 0xffffffff);
-    p[1] = reduce;
-    p[2] = static_cast<int64_t>(t.scalar_type());
-    p[3] = t.dim();
-    for (int64_t d = 0; d < t.dim() && d < kDims; d++) p[4 + d] = t.size(d);
-    if (t.dim() > kDims) p[4 + kDims - 1] = t.numel();
-    at::Tensor all = at::empty({size_ * kLen}, at::kLong);
-    wait_inner(inner_->_allgather_base(all, mine, c10d::AllgatherOptions()));
-    auto describe = [&](const int64_t* q) {
-      std::string s = std::string(c10::toString(static_cast<at::ScalarType>(q[2]))) + "[";
-      for (int64_t d = 0; d < q[3] && d < kDims; d++) s += (d ? ", " : "") + std::to_string(q[4 + d]);
-      return s + (q[3] > kDims ? ", ...]" : "]");
-    };
+  // ranks exchange buffers of different sizes, and waits for its timeout when
+  // a send meets no matching recv. So before a collective whose tensors must
+  // agree across ranks, the ranks exchange a fixed-size fingerprint (op,
+  // reduction, root, dtype, shape; all_to_all's split sizes; a send's and its
+  // recv's dtype, size and tag) and all raise the same error, naming the op
+  // and each rank's tensor, if they differ. TORCH_TPU_DIST_CHECKS: 0 never,
+  // 1 (default) on the first call of each signature in this group, 2 every
+  // call.
+  //
+  // The fingerprints travel as gloo point-to-point messages on tags of their
+  // own (kCheckTag and up, numbered per peer), not as a collective: at level
+  // 1 a rank whose call is new checks while a rank whose call is not runs
+  // the collective itself, and a check collective paired with a data
+  // collective would abort in gloo. A message on its own tag instead waits,
+  // and the checking rank raises at the group's timeout, naming the op.
+  static constexpr int64_t kDims = 6;
+  enum : int64_t { kOp, kRoot, kDtype, kNdim, kDim0, kNumel = kDim0 + kDims, kTag, kHead };
+  static constexpr int kCheckTag = 0x7e000000;  // user tags at and above may collide
+  static constexpr uint32_t kCheckTagMask = 0xffffff;
+  static constexpr size_t kMaxSeen = 1 << 16;  // signatures remembered per group (level 1)
+
+  int64_t fp_len() const { return kHead + 2 * static_cast<int64_t>(size_); }
+
+  std::vector<int64_t> fingerprint(const char* op, const at::Tensor& t, int64_t root = -1,
+                                   int64_t tag = 0) const {
+    std::vector<int64_t> fp(static_cast<size_t>(fp_len()), 0);
+    fp[kOp] = name_hash(op);
+    fp[kRoot] = root;
+    fp[kDtype] = static_cast<int64_t>(t.scalar_type());
+    fp[kNdim] = t.dim();
+    for (int64_t d = 0; d < t.dim() && d < kDims; d++) fp[kDim0 + d] = t.size(d);
+    fp[kNumel] = t.numel();
+    fp[kTag] = tag;
+    return fp;
+  }
+
+  // Whether this call checks: level 2 always, 1 when its signature (the
+  // fingerprint, which includes the peer or splits) is new in this group.
+  bool wants_check(const std::vector<int64_t>& fp) {
+    if (checks_ == 0) return false;
+    if (checks_ == 2) return true;
+    std::string key(reinterpret_cast<const char*>(fp.data()), fp.size() * sizeof(int64_t));
+    std::lock_guard<std::mutex> g(mu_);
+    if (seen_.count(key)) {
+      g_checks_skipped++;
+      return false;
+    }
+    return true;
+  }
+  void mark_checked(const std::vector<int64_t>& fp) {
+    if (checks_ != 1) return;
+    std::lock_guard<std::mutex> g(mu_);
+    // bounded: every rank forgets at the same count (ranks that agree saw the
+    // same signatures in the same order), and checks those signatures again
+    if (seen_.size() >= kMaxSeen) seen_.clear();
+    seen_.insert(std::string(reinterpret_cast<const char*>(fp.data()), fp.size() * sizeof(int64_t)));
+  }
+
+  std::string level_hint() const {
+    if (checks_ == 2) return "";
+    return checks_ == 1
+               ? " (TORCH_TPU_DIST_CHECKS=1 checks each collective signature at its first call "
+                 "only: a rank whose call is not new skips the check; TORCH_TPU_DIST_CHECKS=2 "
+                 "checks every call)"
+               : " (TORCH_TPU_DIST_CHECKS=0: the cross-rank checks are off; 1 or 2 turns them "
+                 "on and names the op when the ranks call different collectives)";
+  }
+
+  // Sends fp to each peer and receives theirs: row r of the result is rank
+  // r's fingerprint (rows of non-peers stay zero).
+  at::Tensor exchange(const char* op, const std::vector<int64_t>& fp, const std::vector<int>& peers) {
+    g_checks_run++;
+    const int64_t len = fp_len();
+    at::Tensor all = at::zeros({size_, len}, at::kLong);
+    std::memcpy(all[rank_].data_ptr<int64_t>(), fp.data(), static_cast<size_t>(len) * sizeof(int64_t));
+    at::Tensor mine = all[rank_].clone();
+    std::vector<int> tags;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (seq_.size() != static_cast<size_t>(size_)) seq_.assign(static_cast<size_t>(size_), 0);
+      for (int p : peers) tags.push_back(kCheckTag + static_cast<int>(seq_[p]++ & kCheckTagMask));
+    }
+    std::vector<WorkPtr> recvs, sends;
+    for (size_t i = 0; i < peers.size(); i++) {
+      std::vector<at::Tensor> r{all[peers[i]]};
+      recvs.push_back(inner_->recv(r, peers[i], tags[i]));
+    }
+    for (size_t i = 0; i < peers.size(); i++) {
+      std::vector<at::Tensor> m{mine};
+      sends.push_back(inner_->send(m, peers[i], tags[i]));
+    }
+    for (size_t i = 0; i < peers.size(); i++) {
+      try {
+        recvs[i]->wait();
+      } catch (const std::exception& e) {
+        TORCH_CHECK(false, "tpu backend: ", op, ": rank ", peers[i],
+                    " did not take part in the cross-rank check of this call (", first_line(e),
+                    "): the ranks called different collectives, or that rank stopped responding",
+                    level_hint());
+      }
+    }
+    for (auto& w : sends) w->wait();
+    return all;
+  }
+
+  std::vector<int> others() const {
+    std::vector<int> peers;
+    for (int r = 0; r < size_; r++)
+      if (r != rank_) peers.push_back(r);
+    return peers;
+  }
+
+  std::string describe(const int64_t* q) const { return describe_shape(q[kDtype], q[kNdim], q + kDim0, kDims); }
+
+  // Collectives whose tensors must agree on every rank (root: the root rank
+  // where there is one; reduce: the reduction, folded into the op's hash).
+  void check_same(const char* op, const at::Tensor& t, int64_t reduce = -1, int64_t root = -1) {
+    if (size_ < 2 || checks_ == 0) return;
+    auto fp = fingerprint(op, t, root);
+    fp[kTag] = reduce;
+    if (!wants_check(fp)) return;
+    at::Tensor all = exchange(op, fp, others());
+    const int64_t len = fp_len();
     const int64_t* a = all.data_ptr<int64_t>();
     bool differ = false;
-    for (int r = 1; r < size_; r++)
-      differ |= !std::equal(a, a + kLen, a + r * kLen);
-    if (!differ) return;
+    for (int r = 1; r < size_; r++) differ |= !std::equal(a, a + kHead, a + r * len);
+    if (!differ) return mark_checked(fp);
     std::string msg = std::string("tpu backend: ") + op +
                       ": the ranks' tensors (or ops) differ; every rank must call the same "
                       "collective with the same dtype and shape:";
     for (int r = 0; r < size_; r++) {
-      const int64_t* q = a + r * kLen;
+      const int64_t* q = a + r * len;
       msg += " rank " + std::to_string(r) + " has " + describe(q);
-      if (q[0] != a[0] || q[1] != a[1]) msg += " (a different op or reduction)";
+      if (q[kOp] != a[kOp] || q[kTag] != a[kTag]) msg += " (a different op or reduction)";
+      if (q[kRoot] != a[kRoot]) msg += " (root " + std::to_string(q[kRoot]) + ")";
       msg += r + 1 < size_ ? ";" : "";
     }
     TORCH_CHECK(false, msg);
   }
+
+  // all_to_all: the dtypes and the dims after the first agree, and what
+  // rank r sends to rank j (in_counts[j], rows or elements) is what j
+  // expects from r (its out_counts[r]).
+  void check_alltoall(const char* op, const at::Tensor& sample, const std::vector<int64_t>& in_counts,
+                      const std::vector<int64_t>& out_counts) {
+    if (size_ < 2 || checks_ == 0) return;
+    auto fp = fingerprint(op, sample);
+    fp[kDim0] = 0;
+    fp[kNumel] = 0;
+    for (int j = 0; j < size_; j++) {
+      fp[kHead + 2 * j] = in_counts[j];
+      fp[kHead + 2 * j + 1] = out_counts[j];
+    }
+    if (!wants_check(fp)) return;
+    at::Tensor all = exchange(op, fp, others());
+    const int64_t len = fp_len();
+    const int64_t* a = all.data_ptr<int64_t>();
+    std::string msg;
+    for (int r = 1; r < size_; r++)
+      if (!std::equal(a, a + kHead, a + r * len)) {
+        msg = std::string("tpu backend: ") + op + ": the ranks' tensors (or ops) differ:";
+        for (int q = 0; q < size_; q++)
+          msg += " rank " + std::to_string(q) + " has " + describe(a + q * len) +
+                 (a[q * len + kOp] != a[kOp] ? " (a different op)" : "") + (q + 1 < size_ ? ";" : "");
+        break;
+      }
+    for (int r = 0; r < size_ && msg.empty(); r++)
+      for (int j = 0; j < size_; j++) {
+        int64_t sends = a[r * len + kHead + 2 * j], expects = a[j * len + kHead + 2 * r + 1];
+        if (sends == expects) continue;
+        if (msg.empty())
+          msg = std::string("tpu backend: ") + op +
+                ": the ranks' split sizes do not match (every rank's input split for rank j "
+                "must equal rank j's output split for it):";
+        else
+          msg += ";";
+        msg += " rank " + std::to_string(r) + " sends " + std::to_string(sends) + " to rank " +
+               std::to_string(j) + ", which expects " + std::to_string(expects);
+      }
+    if (msg.empty()) return mark_checked(fp);
+    TORCH_CHECK(false, msg);
+  }
+
+  // send/recv: the sender and the receiver swap fingerprints; both raise
+  // when the dtypes, element counts or tags differ, or both sides send (or
+  // both receive).
+  void check_p2p(bool sending, const at::Tensor& t, int peer, int tag) {
+    if (checks_ == 0) return;
+    TORCH_CHECK(tag < kCheckTag, "tpu backend: ", sending ? "send" : "recv", ": tag ", tag,
+                " is reserved for the backend's cross-rank checks (use tags below ", kCheckTag, ")");
+    auto fp = fingerprint(sending ? "send" : "recv", t, peer, tag);
+    if (!wants_check(fp)) return;
+    const char* op = sending ? "send" : "recv";
+    at::Tensor all = exchange(op, fp, {peer});
+    const int64_t len = fp_len();
+    const int64_t* m = all.data_ptr<int64_t>() + rank_ * len;
+    const int64_t* o = all.data_ptr<int64_t>() + peer * len;
+    bool ok = o[kOp] == name_hash(sending ? "recv" : "send") && o[kDtype] == m[kDtype] &&
+              o[kNumel] == m[kNumel] && o[kTag] == m[kTag];
+    if (ok) return mark_checked(fp);
+    auto side = [&](int r, const int64_t* q) {
+      bool s = q[kOp] == name_hash("send");
+      return "rank " + std::to_string(r) + (s ? " sends " : " receives ") + describe(q) +
+             (s ? " to rank " : " from rank ") + std::to_string(q[kRoot]) + " with tag " +
+             std::to_string(q[kTag]);
+    };
+    int a = sending ? rank_ : peer, b = sending ? peer : rank_;
+    const int64_t* qa = sending ? m : o;
+    const int64_t* qb = sending ? o : m;
+    TORCH_CHECK(false, "tpu backend: send/recv: the two sides differ (dtype, element count, tag, or "
+                "both send or both receive): ", side(a, qa), "; ", side(b, qb));
+  }
+
+  void set_checks(int level) {
+    TORCH_CHECK(level >= 0 && level <= 2, "tpu backend: checks must be 0, 1 or 2, got ", level);
+    checks_ = level;
+  }
+  int checks() const { return checks_; }
+  std::string reason() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return reason_;
+  }
+  void set_reason(const std::string& r) {
+    std::lock_guard<std::mutex> g(mu_);
+    reason_ = r;
+  }
+
+  void wait_inner(const WorkPtr& w) {
+    g_staged_collectives++;
+    if (!w) return;
+    try {
+      w->wait();
+    } catch (const std::exception& e) {
+      if (checks_ == 2) throw;
+      TORCH_CHECK(false, e.what(), level_hint());
+    }
+  }
+
   c10::intrusive_ptr<c10d::Backend> inner() const { return inner_; }
 
   void setTimeout(std::chrono::milliseconds timeout) override { inner_->setTimeout(timeout); }
@@ -197,7 +423,7 @@ class TpuHostBackend : public c10d::Backend {
   WorkPtr broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
     TORCH_CHECK(!tensors.empty(), "tpu backend: broadcast of no tensors");
     CollTrace tr("broadcast");
-    check_same("broadcast", tensors[0]);
+    check_same("broadcast", tensors[0], -1, opts.rootRank);
     tr.phase("shape check (gloo)");
     std::vector<Staged> s;
     for (auto& t : tensors) s.push_back(stage_in(t));
@@ -244,7 +470,7 @@ class TpuHostBackend : public c10d::Backend {
 
   WorkPtr reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
     TORCH_CHECK(!tensors.empty(), "tpu backend: reduce of no tensors");
-    check_same("reduce", tensors[0], static_cast<int64_t>(opts.reduceOp.op_));
+    check_same("reduce", tensors[0], static_cast<int64_t>(opts.reduceOp.op_), opts.rootRank);
     c10d::ReduceOptions o = opts;
     bool avg = take_avg(o.reduceOp, tensors[0]);
     std::vector<Staged> s;
@@ -348,6 +574,9 @@ class TpuHostBackend : public c10d::Backend {
   WorkPtr gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                  const c10d::GatherOptions& opts) override {
     CollTrace tr("gather");
+    TORCH_CHECK(!inputs.empty(), "tpu backend: gather of no tensors");
+    check_same("gather", inputs[0], -1, opts.rootRank);
+    tr.phase("shape check (gloo)");
     return staged_lists(outputs, inputs, [&](std::vector<std::vector<at::Tensor>>& o,
                                              std::vector<at::Tensor>& i) {
       return inner_->gather(o, i, opts);
@@ -356,6 +585,8 @@ class TpuHostBackend : public c10d::Backend {
 
   WorkPtr scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
                   const c10d::ScatterOptions& opts) override {
+    TORCH_CHECK(!outputs.empty(), "tpu backend: scatter of no tensors");
+    check_same("scatter", outputs[0], -1, opts.rootRank);
     std::vector<Staged> out;
     for (auto& t : outputs) out.push_back(stage_out(t));
     std::vector<std::vector<at::Tensor>> in_h(inputs.size());
@@ -423,6 +654,20 @@ class TpuHostBackend : public c10d::Backend {
   WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
                         std::vector<int64_t>& input_splits,
                         const c10d::AllToAllOptions& opts) override {
+    {
+      // rows of dim 0 per peer; no splits: equal blocks
+      auto counts = [&](const std::vector<int64_t>& splits, const at::Tensor& t) {
+        if (!splits.empty()) {
+          TORCH_CHECK(splits.size() == static_cast<size_t>(size_), "tpu backend: all_to_all_single: ",
+                      splits.size(), " split sizes for a group of ", size_);
+          return splits;
+        }
+        TORCH_CHECK(t.dim() > 0 && t.size(0) % size_ == 0, "tpu backend: all_to_all_single: dim 0 (",
+                    t.dim() ? t.size(0) : 0, ") does not divide into ", size_, " equal splits");
+        return std::vector<int64_t>(static_cast<size_t>(size_), t.size(0) / size_);
+      };
+      check_alltoall("all_to_all_single", input, counts(input_splits, input), counts(output_splits, output));
+    }
     Staged in = stage_in(input);
     Staged out = stage_out(output);
     wait_inner(inner_->alltoall_base(out.host, in.host, output_splits, input_splits, opts));
@@ -452,6 +697,7 @@ class TpuHostBackend : public c10d::Backend {
       out_splits.push_back(t.numel());
       total_out += t.numel();
     }
+    check_alltoall("all_to_all", inputs[0], in_splits, out_splits);
     at::Tensor in_h = at::cat(flat_in);
     at::Tensor out_h = at::empty({total_out}, in_h.options());
     // gloo moves the split vectors it is given: hand it copies
@@ -466,6 +712,8 @@ class TpuHostBackend : public c10d::Backend {
   }
 
   WorkPtr send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
+    TORCH_CHECK(tensors.size() == 1, "tpu backend: send takes one tensor");
+    check_p2p(true, tensors[0], dst, tag);
     std::vector<Staged> s;
     for (auto& t : tensors) s.push_back(stage_in(t));
     auto h = hosts(s);
@@ -474,6 +722,8 @@ class TpuHostBackend : public c10d::Backend {
   }
 
   WorkPtr recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
+    TORCH_CHECK(tensors.size() == 1, "tpu backend: recv takes one tensor");
+    check_p2p(false, tensors[0], src, tag);
     std::vector<Staged> s;
     for (auto& t : tensors) s.push_back(stage_out(t));
     auto h = hosts(s);
@@ -501,9 +751,16 @@ class TpuHostBackend : public c10d::Backend {
 
  private:
   c10::intrusive_ptr<c10d::Backend> inner_;
+  std::atomic<int> checks_;
+  mutable std::mutex mu_;                 // guards seen_, seq_ and reason_
+  std::string reason_;                    // why this group is not on the compiled transport
+  std::unordered_set<std::string> seen_;  // signatures checked (level 1)
+  std::vector<uint32_t> seq_;             // check messages exchanged per peer (tags)
 };
 
 }  // namespace
+
+void register_dist_procs(py::module_& m);  // dist_procs_bindings.cpp
 
 void register_c10d(py::module_& m) {
   // Called from torch_tpu/distributed.py after torch.distributed is imported
@@ -515,11 +772,18 @@ void register_c10d(py::module_& m) {
              return c10::make_intrusive<TpuHostBackend>(inner, rank, size);
            }),
            py::arg("inner"), py::arg("rank"), py::arg("size"))
-      .def_property_readonly("inner", &TpuHostBackend::inner);
+      .def_property_readonly("inner", &TpuHostBackend::inner)
+      // TORCH_TPU_DIST_CHECKS of this group (0, 1, 2): read at creation, settable
+      .def_property("checks", &TpuHostBackend::checks, &TpuHostBackend::set_checks)
+      // why the group runs on this transport (set by torch_tpu/distributed.py)
+      .def_property("reason", &TpuHostBackend::reason, &TpuHostBackend::set_reason);
+  register_dist_procs(m);
   m.def("_c10d_stats", []() {
     py::dict d;
     d["staged_collectives"] = g_staged_collectives.load();
     d["staged_bytes"] = g_staged_bytes.load();
+    d["checks_run"] = g_checks_run.load();
+    d["checks_skipped"] = g_checks_skipped.load();
     return d;
   });
 }

@@ -13,6 +13,8 @@ import torch
 import torch_tpu  # noqa: F401
 from torch_tpu.distributed import CompiledGroup
 
+from dist_spawn import time_rank_threads
+
 warnings.filterwarnings("ignore")  # deprecation notices of *_tensor and barrier's device
 N = int(sys.argv[1])
 OUT = sys.argv[2]
@@ -184,26 +186,12 @@ def run_rank(group, r, barrier):
 
 
 def bench(group, numel, iters):
-    times = {}
-
-    def rank_main(r, barrier):
+    def setup(r):
         x = torch.ones(numel, device=f"tpu:{r}")
         group.all_reduce(x).cpu()  # compile
-        barrier.wait()
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            y = group.all_reduce(x)
-        y.cpu()
-        barrier.wait()
-        if r == 0:
-            times["compiled_s"] = (time.perf_counter() - t0) / iters
-    barrier = threading.Barrier(N)
-    ts = [threading.Thread(target=rank_main, args=(r, barrier)) for r in range(N)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return times
+        return x
+    secs = time_rank_threads(N, setup, lambda r, x: group.all_reduce(x), lambda y: y.cpu(), iters)
+    return {"compiled_s": secs[0]}
 
 
 def world_rank(r, store):

@@ -18,21 +18,15 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
 
 import torch_tpu  # noqa: F401
+from dist_spawn import fsdp2_mlp, mean_loss_step
 
 BATCH = 8  # global rows: divisible by 4 and 2 ranks
 
 
 def model_on(mesh, seed):
-    torch.manual_seed(seed)
-    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 12),
-                            torch.nn.Tanh(), torch.nn.Linear(12, 4)).to("tpu")
-    for layer in m:
-        if isinstance(layer, torch.nn.Linear):
-            fully_shard(layer, mesh=mesh)
-    return fully_shard(m, mesh=mesh)
+    return fsdp2_mlp(mesh, seed, [8, 16, 12, 4])
 
 
 def data(step):
@@ -43,14 +37,8 @@ def data(step):
 def step(model, opt, i, rank, world):
     x, y = data(i)
     rows = BATCH // world
-    x, y = x[rank * rows:(rank + 1) * rows].to("tpu"), y[rank * rows:(rank + 1) * rows].to("tpu")
-    opt.zero_grad()
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-    mean = loss.detach().clone()
-    dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-    return mean.item()
+    return mean_loss_step(model, opt, x[rank * rows:(rank + 1) * rows].to("tpu"),
+                          y[rank * rows:(rank + 1) * rows].to("tpu"))
 
 
 def main():

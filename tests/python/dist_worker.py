@@ -2,6 +2,8 @@
 
     python dist_worker.py collectives OUT_DIR   # every collective and dtype vs CPU
     python dist_worker.py ddp OUT_DIR           # DDP steps vs one process on the whole batch
+    python dist_worker.py checks OUT_DIR        # TORCH_TPU_DIST_CHECKS: counts, mismatches raise
+    python dist_worker.py kv OUT_DIR            # PJRT key-value callbacks over the c10d store
 
 Rank, world size and the rendezvous come from the environment (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT), as torchrun sets them. Each check
@@ -18,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 import torch_tpu  # noqa: F401  (registers the "tpu" backend)
+from dist_spawn import fsdp2_mlp, mean_loss_step
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.int32, torch.int64, torch.bool]
 REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "min": dist.ReduceOp.MIN,
@@ -184,7 +187,11 @@ def collectives(rank, world, checks):
         # inputs still pending in an open Fused region: the staging read flushes it
         a = make(rank, shape, torch.float32, 9).to(dev)
         b = a * 2 + 1
+        from torch_tpu.distributed_threads import stats as coll_stats
+        before = coll_stats()["host_flushes"]
         dist.all_reduce(b)
+        if torch_tpu.modes.get_eager_mode() == "fused":  # b was pending: one flush, counted
+            assert coll_stats()["host_flushes"] == before + 1, (before, coll_stats())
         c = b - 1
         want = sum(make(r, shape, torch.float32, 9) * 2 + 1 for r in range(world)) - 1
         same(c, want, "all_reduce of a pending value")
@@ -293,6 +300,136 @@ def collectives(rank, world, checks):
     checks.run("peer_silent_then_exit_raises", peer_silent_then_exit_raises)
 
 
+def checks_scenario(rank, world, checks):
+    """TORCH_TPU_DIST_CHECKS (the level this process was started with): how
+    many cross-rank checks run, and which mismatches raise an error naming
+    the op. A mismatch caught by the check leaves the group usable (no gloo
+    collective ran), so one group serves every case but the last."""
+    import time
+    level = int(os.environ.get("TORCH_TPU_DIST_CHECKS", "1"))
+    dev = torch.device("tpu")
+    group = dist.new_group(list(range(world)), backend="tpu", timeout=datetime.timedelta(seconds=5))
+    checks.results["level"] = torch_tpu.distributed._tpu_backend(group).checks
+    stats = torch_tpu.distributed.stats
+
+    def counted():
+        before = stats()["checks_run"]
+        for _ in range(3):  # one signature, three calls
+            t = torch.ones(4, device=dev)
+            dist.all_reduce(t, group=group)
+            same(t, torch.full((4,), float(world)), "all_reduce")
+        checks.results["checks_for_3_calls"] = stats()["checks_run"] - before
+    checks.run("counted", counted)
+
+    def expect_error(name, fn, *needles):
+        start = time.monotonic()
+        try:
+            fn()
+        except RuntimeError as e:
+            checks.results[name + "_error"] = f"{time.monotonic() - start:.1f}s: {str(e)[:400]}"
+            for n in needles:
+                assert n in str(e), (n, str(e))
+            return
+        raise AssertionError(f"{name}: no error")
+
+    if level == 0:
+        return  # a mismatch with the checks off is gloo's abort: not run
+    # first calls of their signatures: caught at levels 1 and 2, on every rank
+    checks.run("first_call_shapes", lambda: expect_error(
+        "first_call_shapes", lambda: dist.all_reduce(torch.ones(6 + rank, device=dev), group=group),
+        "all_reduce", "Float[6]", "Float[7]"))
+
+    def uneven():  # rank 0 sends 2 rows to rank 1, which expects 3
+        ins = [[2, 2], [1, 3]][rank]
+        outs = [[2, 1], [3, 3]][rank]
+        out = torch.zeros(sum(outs), 2, device=dev)
+        dist.all_to_all_single(out, torch.ones(sum(ins), 2, device=dev), outs, ins, group=group)
+    checks.run("all_to_all_splits", lambda: expect_error(
+        "all_to_all_splits", uneven, "all_to_all_single", "split sizes", "rank 0 sends 2 to rank 1, which expects 3"))
+
+    def p2p():
+        if rank == 0:
+            dist.send(torch.ones(4, device=dev), dst=1, group=group)
+        elif rank == 1:
+            dist.recv(torch.zeros(5, device=dev), src=0, group=group)
+    if world == 2:
+        checks.run("send_recv_sizes", lambda: expect_error(
+            "send_recv_sizes", p2p, "send/recv", "rank 0 sends Float[4]", "rank 1 receives Float[5]"))
+
+    def still_usable():
+        t = torch.ones(4, device=dev)
+        dist.all_reduce(t, group=group)
+        same(t, torch.full((4,), float(world)), "all_reduce after the caught mismatches")
+    checks.run("group_usable_after", still_usable)
+
+    # last: a mismatch whose signature is old on rank 0 and new on rank 1.
+    # Level 2 checks it as any call; level 1 lets rank 0 skip the check, so
+    # rank 1 waits for rank 0's fingerprint and raises at the group's
+    # timeout naming the op, while rank 0's gloo all_reduce times out: an
+    # error on both, not a hang or an abort
+    def old_against_new():
+        dist.all_reduce(torch.ones(4 + rank, device=dev), group=group)
+    needles = ("all_reduce", "Float[4]", "Float[5]") if level == 2 else \
+        (("all_reduce", "did not take part") if rank == 1 else ("TORCH_TPU_DIST_CHECKS=1",))
+    checks.run("old_against_new", lambda: expect_error("old_against_new", old_against_new, *needles))
+
+
+def kv_scenario(rank, world, checks):
+    """The PJRT key-value callbacks (C functions of the core, as a
+    multi-process plugin calls them) over the c10d TCPStore of this job, and
+    the CPU plugin's client, which is no multi-process one: host transport."""
+    import time
+    store = dist.distributed_c10d._get_default_store()
+    C = torch_tpu._C
+
+    def round_trip():
+        payload = bytes([0, 255]) + f"rank{rank}".encode()
+        C._kv_callbacks_test(store, "put", f"topology/{rank}", payload, 0)
+        for r in range(world):
+            got = C._kv_callbacks_test(store, "get", f"topology/{r}", b"", 20000)
+            assert got == bytes([0, 255]) + f"rank{r}".encode(), (r, got)
+        # under the prefix of its own in the c10d store
+        assert store.get(f"torch_tpu/pjrt/topology/{rank}") == payload
+        C._kv_callbacks_test(store, "put", f"empty/{rank}", b"", 0)
+        assert C._kv_callbacks_test(store, "get", f"empty/{(rank + 1) % world}", b"", 20000) == b""
+    checks.run("kv_round_trip", round_trip)
+
+    def timeout():
+        start = time.monotonic()
+        try:
+            C._kv_callbacks_test(store, "get", "never/set", b"", 300)
+        except RuntimeError as e:
+            took = time.monotonic() - start
+            checks.results["kv_timeout_error"] = f"{took:.2f}s: {str(e)[:300]}"
+            assert "PJRT code 4" in str(e) and "timed out" in str(e), str(e)
+            assert 0.25 <= took < 10, took
+            return
+        raise AssertionError("a get of a key nobody sets did not time out")
+    checks.run("kv_timeout", timeout)
+
+    def create_options():
+        opts = C._client_create_options("/x/xla_cuda_plugin.so", 0, world, rank, rank)
+        assert opts == [("num_nodes", world), ("node_id", rank), ("visible_devices", rank)], opts
+        assert C._client_create_options("/x/libtpu/libtpu.so", 0, world, rank, -1) == []
+        try:
+            C._client_create_options(C._plugin_path(), 1, world, rank, -1)
+        except RuntimeError as e:
+            assert "the CPU PJRT plugin has no multi-process client" in str(e), str(e)
+        else:
+            raise AssertionError("the CPU plugin accepted a multi-process client")
+    checks.run("create_options", create_options)
+
+    def cpu_keeps_host():
+        info = torch.tpu.distributed_transport()
+        assert info["transport"] == "host", info
+        assert "the CPU plugin has no multi-process client" in info["reason"], info["reason"]
+        assert C._multiprocess_client_options() is None  # not set up for the CPU plugin
+        table = C._client_device_table()
+        assert [loc for _, _, loc in table] == list(range(len(table))), table  # all its own
+        checks.results["cpu_reason"] = info["reason"]
+    checks.run("cpu_keeps_host", cpu_keeps_host)
+
+
 def ddp(rank, world, checks, steps=4):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -303,6 +440,12 @@ def ddp(rank, world, checks, steps=4):
     g = torch.Generator().manual_seed(42)
     data = [(torch.randn(world * 6, 8, generator=g), torch.randn(world * 6, 4, generator=g))
             for _ in range(steps)]
+
+    def train(model):
+        """SGD steps, each rank its 6 rows of each batch; the mean loss per step."""
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        return [mean_loss_step(model, opt, x[rank * 6:(rank + 1) * 6].to("tpu"),
+                               y[rank * 6:(rank + 1) * 6].to("tpu")) for x, y in data]
 
     def run():
         # the single-process run: the whole batch on CPU
@@ -317,17 +460,7 @@ def ddp(rank, world, checks, steps=4):
             ref_losses.append(loss.item())
         # DDP: each rank its shard of the batch on its own tpu:0
         model = DDP(model_fn().to("tpu"), bucket_cap_mb=0.0005)  # tiny buckets: several allreduces
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        losses = []
-        for x, y in data:
-            xs, ys = x[rank * 6:(rank + 1) * 6].to("tpu"), y[rank * 6:(rank + 1) * 6].to("tpu")
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(xs), ys)
-            loss.backward()
-            opt.step()
-            mean = loss.detach().clone()
-            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-            losses.append(mean.item())
+        losses = train(model)
         checks.results["ddp_losses"] = losses
         checks.results["ref_losses"] = ref_losses
         # float32 on both sides; XLA:CPU and ATen sum in different orders, so
@@ -340,26 +473,11 @@ def ddp(rank, world, checks, steps=4):
 
     def fsdp2():
         from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
         mesh = init_device_mesh("tpu", (world,))
-        model = model_fn().to("tpu")
-        for layer in model:
-            if isinstance(layer, torch.nn.Linear):
-                fully_shard(layer, mesh=mesh)  # reshard after forward (the default)
-        fully_shard(model, mesh=mesh)
+        model = fsdp2_mlp(mesh, 0, [8, 16, 4])  # model_fn's weights, sharded
         w = model[0].weight
         assert w.to_local().shape == (16 // world, 8), w.to_local().shape  # dim 0 sharded
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        losses = []
-        for x, y in data:
-            xs, ys = x[rank * 6:(rank + 1) * 6].to("tpu"), y[rank * 6:(rank + 1) * 6].to("tpu")
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(xs), ys)
-            loss.backward()
-            opt.step()
-            mean = loss.detach().clone()
-            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-            losses.append(mean.item())
+        losses = train(model)
         checks.results["fsdp2_losses"] = losses
         ref_losses = checks.results["ref_losses"]
         for i, (a, b) in enumerate(zip(losses, ref_losses)):
@@ -440,27 +558,15 @@ def ddp(rank, world, checks, steps=4):
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
         from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
         mesh = init_device_mesh("tpu", (world,))
 
         def sharded(seed):
-            torch.manual_seed(seed)
-            m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)).to("tpu")
-            for layer in m:
-                if isinstance(layer, torch.nn.Linear):
-                    fully_shard(layer, mesh=mesh)
-            return fully_shard(m, mesh=mesh)
+            return fsdp2_mlp(mesh, seed, [8, 16, 4])
 
         x, y = data[0][0][rank * 6:(rank + 1) * 6].to("tpu"), data[0][1][rank * 6:(rank + 1) * 6].to("tpu")
 
         def step(m, opt):
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(m(x), y)
-            loss.backward()
-            opt.step()
-            mean = loss.detach().clone()
-            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
-            return mean.item()
+            return mean_loss_step(m, opt, x, y)
 
         model = sharded(0)
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -505,10 +611,12 @@ def main():
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
     checks = Checks()
-    {"collectives": collectives, "ddp": ddp}[scenario](rank, world, checks)
+    {"collectives": collectives, "ddp": ddp, "checks": checks_scenario, "kv": kv_scenario}[scenario](rank, world, checks)
     checks.results["transport"] = torch.tpu.distributed_transport()
     with open(os.path.join(out_dir, f"{scenario}-{rank}.json"), "w") as f:
         json.dump(checks.results, f, indent=1)
+    if scenario == "checks":
+        os._exit(0)  # its last case leaves the group broken on purpose
     if scenario == "collectives" and rank != 0:
         os._exit(0)  # leaves without a word: rank 0's peer_silent_then_exit_raises waits on it
     dist.destroy_process_group()

@@ -4,34 +4,27 @@ and Adam state saved by 4 ranks with torch.distributed.checkpoint, loaded by
 Both launches are torchrun jobs of dist_reshard_worker.py on backend "tpu"."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
+from dist_spawn import torchrun
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 WORKER = os.path.join(HERE, "dist_reshard_worker.py")
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 
 
-def torchrun(n, phase, out):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n),
-           WORKER, phase, str(out)]
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+def launch(n, phase, out):
+    torchrun(n, [WORKER, phase, str(out)], timeout=300)
     with open(os.path.join(out, f"{phase}.json")) as f:
         return json.load(f)
 
 
 def test_checkpoint_saved_by_4_ranks_loads_into_2(tmp_path):
-    saved = torchrun(4, "save", tmp_path)
-    loaded = torchrun(2, "load", tmp_path)
+    saved = launch(4, "save", tmp_path)
+    loaded = launch(2, "load", tmp_path)
     assert (saved["world"], saved["shard_rows"]) == (4, 4)   # Linear(8, 16): 16 rows over 4 ranks
     assert (loaded["world"], loaded["shard_rows"]) == (2, 8)  # ... over 2
     # the full parameters are the saved ones, exactly

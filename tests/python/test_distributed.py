@@ -7,14 +7,14 @@ Two ranks on the CPU plugin, each owning `tpu:0` of its own PJRT client:
   `torchrun --nproc-per-node 2` and backend "tpu", as a user would.
 The ranks run `dist_worker.py`, which records each check by name.
 """
-import json
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 import torch
+
+from dist_spawn import child_env, free_port, read_results, run_ranks, start_ranks, wait_ranks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -25,51 +25,11 @@ TIMEOUT = 240  # seconds for a whole launch; a hang fails the test instead of bl
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def child_env(backend):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    env["TT_DIST_BACKEND"] = backend
-    env["OMP_NUM_THREADS"] = "1"
-    return env
-
-
-def read_results(out_dir, scenario):
-    results = []
-    for r in range(WORLD):
-        path = os.path.join(out_dir, f"{scenario}-{r}.json")
-        assert os.path.exists(path), f"rank {r} wrote no results"
-        with open(path) as f:
-            results.append(json.load(f))
-    return results
-
-
 @pytest.fixture(scope="module")
 def collectives(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("dist"))
-    env = child_env("cpu:gloo,tpu:tpu")
-    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(WORLD))
-    procs = [subprocess.Popen([sys.executable, WORKER, "collectives", out],
-                              env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for r in range(WORLD)]
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=TIMEOUT)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for r, p in enumerate(procs):
-        assert p.returncode == 0, f"rank {r} exited with {p.returncode}:\n{logs[r][-3000:]}"
-    return read_results(out, "collectives")
+    run_ranks([WORKER, "collectives", out], WORLD, child_env(TT_DIST_BACKEND="cpu:gloo,tpu:tpu"), TIMEOUT)
+    return read_results(out, "collectives", WORLD)
 
 
 def failures(results, prefix=""):
@@ -144,10 +104,10 @@ def test_ddp_and_fsdp2_under_torchrun(tmp_path):
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     cmd = [torchrun, "--nproc-per-node", str(WORLD), "--master-port", str(free_port()),
            WORKER, "ddp", str(tmp_path)]
-    proc = subprocess.run(cmd, env=child_env("tpu"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=TIMEOUT)
+    proc = subprocess.run(cmd, env=child_env(TT_DIST_BACKEND="tpu"), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    results = read_results(str(tmp_path), "ddp")
+    results = read_results(str(tmp_path), "ddp", WORLD)
     assert not failures(results), failures(results)
     for res in results:
         assert len(res["ddp_losses"]) == 4
@@ -180,3 +140,63 @@ def test_ddp_and_fsdp2_under_torchrun(tmp_path):
     full = torch.load(tmp_path / "ckpt_full.pt")
     for k, v in model.state_dict().items():
         assert torch.equal(v.cpu(), full[k]), k
+
+
+@pytest.fixture(scope="module")
+def checks_by_level(tmp_path_factory):
+    # one 2-rank launch per TORCH_TPU_DIST_CHECKS level, the three at once
+    out = str(tmp_path_factory.mktemp("checks"))
+    runs = {}
+    for level in (0, 1, 2):
+        os.makedirs(os.path.join(out, str(level)))
+        runs[level] = start_ranks([WORKER, "checks", os.path.join(out, str(level))], WORLD,
+                                  child_env(TT_DIST_BACKEND="cpu:gloo,tpu:tpu", TORCH_TPU_DIST_CHECKS=level))
+    results = {}
+    for level, procs in runs.items():
+        for r, (code, log) in enumerate(wait_ranks(procs, TIMEOUT)):
+            assert code == 0, f"level {level} rank {r} exited with {code}:\n{log[-3000:]}"
+        results[level] = read_results(os.path.join(out, str(level)), "checks", WORLD)
+    return results
+
+
+@pytest.mark.parametrize("level,checks", [(0, 0), (1, 1), (2, 3)])
+def test_dist_checks_count(checks_by_level, level, checks):
+    # three all_reduces of one signature: level 0 checks none, 1 the first, 2 each
+    for res in checks_by_level[level]:
+        assert res["level"] == level and res.get("counted") == "ok", res
+        assert res["checks_for_3_calls"] == checks, res
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_dist_checks_catch_first_call_mismatches(checks_by_level, level):
+    # new signatures on both ranks: shapes, all_to_all_single's split sizes, a
+    # send against a recv of another size: every rank raises naming the op,
+    # at once (not at the 5 s timeout), and the group still works afterwards
+    for r, res in enumerate(checks_by_level[level]):
+        for name in ("first_call_shapes", "all_to_all_splits", "send_recv_sizes", "group_usable_after"):
+            assert res.get(name) == "ok", f"level {level} rank {r} {name}: {res.get(name, 'did not run')}"
+        for name in ("first_call_shapes", "all_to_all_splits", "send_recv_sizes"):
+            assert float(res[name + "_error"].split("s:")[0]) < 3.0, res[name + "_error"]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_dist_checks_old_against_new_signature(checks_by_level, level):
+    # rank 0 repeats an old signature, rank 1 calls a new one: level 2 names
+    # both shapes at once; level 1 (rank 0 skips the check) raises on both
+    # ranks at the group's 5 s timeout, rank 1 naming the op: no hang, no abort
+    for r, res in enumerate(checks_by_level[level]):
+        assert res.get("old_against_new") == "ok", f"level {level} rank {r}: {res.get('old_against_new')}"
+        took = float(res["old_against_new_error"].split("s:")[0])
+        assert (took < 3.0) if level == 2 else (4.0 <= took < 30), res["old_against_new_error"]
+
+
+def test_kv_callbacks_over_c10d_store_and_cpu_keeps_host(tmp_path):
+    # 2 processes: the core's PJRT key-value callbacks, called as a plugin
+    # calls them, over the job's c10d TCPStore (values and timeouts); the
+    # create options of a multi-process client per plugin kind; the CPU
+    # plugin's client sees only its own devices, so the host transport, and
+    # distributed_transport() says why
+    run_ranks([WORKER, "kv", str(tmp_path)], WORLD, child_env(TT_DIST_BACKEND="tpu"), TIMEOUT)
+    for r, res in enumerate(read_results(str(tmp_path), "kv", WORLD)):
+        for name in ("kv_round_trip", "kv_timeout", "create_options", "cpu_keeps_host"):
+            assert res.get(name) == "ok", f"rank {r} {name}: {res.get(name, 'did not run')}"
