@@ -23,10 +23,11 @@
 #include <string>
 #include <unordered_set>
 
+#include "torch/collectives_bindings.h"
+
 extern "C" {
 #include "core/settings.h"
 #include "core/trace.h"
-#include "torch/collectives_bindings.h"
 }
 
 namespace torch_tpu {

@@ -81,8 +81,7 @@ at::Tensor coll_run(const CollGroup& grp, int kind, int reduce, const std::vecto
     c = c.clone(at::MemoryFormat::Contiguous);
   collective_flush(c, /*host_transport=*/false);
   tt_buffer* buf = nullptr;
-  raise_if_error(tt_storage_ensure(storage_of(c), dt, &buf));
-  tt_buffer_retain(buf);
+  raise_if_error(tt_storage_ensure(storage_of(c), dt, &buf));  // a new reference, released below
   std::vector<int64_t> dims(c.sizes().begin(), c.sizes().end());
   int64_t out_dims[TT_MAX_DIMS];
   tt_buffer* out = nullptr;
@@ -138,8 +137,7 @@ std::vector<at::Tensor> coll_run_program(const CollGroup& grp, const std::string
         c = c.clone(at::MemoryFormat::Contiguous);
       collective_flush(c, /*host_transport=*/false);
       tt_buffer* buf = nullptr;
-      raise_if_error(tt_storage_ensure(storage_of(c), to_core_dtype(c.scalar_type()), &buf));
-      tt_buffer_retain(buf);
+      raise_if_error(tt_storage_ensure(storage_of(c), to_core_dtype(c.scalar_type()), &buf));  // a new reference, released below
       bufs.push_back(buf);
       keep.push_back(c);
     }

@@ -182,8 +182,7 @@ class TpuProcsBackend : public c10d::Backend {
         c.storage().nbytes() != static_cast<size_t>(c.numel()) * c.element_size())
       c = c.clone(at::MemoryFormat::Contiguous);
     tt_buffer* buf = nullptr;
-    raise_if_error(tt_storage_ensure(storage_of(c), dt, &buf));
-    tt_buffer_retain(buf);
+    raise_if_error(tt_storage_ensure(storage_of(c), dt, &buf));  // a new reference, released below
     std::vector<int64_t> dims(c.sizes().begin(), c.sizes().end());
     int64_t out_dims[TT_MAX_DIMS];
     tt_buffer* out = nullptr;

@@ -200,7 +200,9 @@ at::Tensor& tpu_copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking
     tt_buffer* moved = nullptr;
     tt_buffer* from = nullptr;
     raise_if_error(tt_storage_ensure(storage_of(d), to_core_dtype(d.scalar_type()), &from));
-    raise_if_error(tt_buffer_copy_to_device(from, self.device().index(), &moved));
+    tt_error* err = tt_buffer_copy_to_device(from, self.device().index(), &moved);
+    tt_buffer_release(from);  // ensure's reference: the copy has been enqueued
+    raise_if_error(err);
     std::vector<int64_t> n = {d.numel()};
     at::Tensor tmp = wrap_buffer(moved, to_core_dtype(d.scalar_type()), 1, n.data(),
                                  self.device().index());
