@@ -402,6 +402,13 @@ void tpu_fill_overlapping(const c10::OperatorHandle& op, torch::jit::Stack* stac
   torch::jit::push(*stack, self);
 }
 
+
+// _lazy_clone (copy-on-write clone): PyTorch's kernel turns the source's
+// storage into a copy-on-write one too, whose DataPtr the core cannot read,
+// so the source itself became unusable ("storage was not allocated by
+// tpu"). tpu has no copy-on-write storages: a lazy clone is an eager copy.
+at::Tensor tpu_lazy_clone(const at::Tensor& self) { return self.clone(); }
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -412,6 +419,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("multinomial.out", torch::CppFunction::makeFromBoxedFunction<&tpu_multinomial>());
   m.impl("fill_.Scalar", torch::CppFunction::makeFromBoxedFunction<&tpu_fill_overlapping>());
   m.impl("zero_", torch::CppFunction::makeFromBoxedFunction<&tpu_fill_overlapping>());
+  m.impl("_lazy_clone", tpu_lazy_clone);
   m.impl("empty.memory_format", tpu_empty);
   m.impl("empty_strided", tpu_empty_strided);
   m.impl("as_strided", at::native::as_strided_tensorimpl);

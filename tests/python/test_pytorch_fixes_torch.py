@@ -187,3 +187,19 @@ def test_fill_and_zero_into_expanded_tensor_like_cpu():
         for dev in ("cpu", DEV):
             with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
                 op(torch.zeros(1, device=dev).expand(10))
+
+
+def test_lazy_clone_leaves_source_usable():
+    # t._lazy_clone() made t's storage copy-on-write too, a DataPtr the core
+    # cannot read: every later op on t raised NotImplementedError ("storage
+    # was not allocated by tpu"; test_torch's test_lazy_clone_*). tpu has no
+    # copy-on-write storages: the lazy clone is an eager copy, values as CPU's
+    out = []
+    for dev in ("cpu", DEV):
+        t = torch.tensor([[0.0, 1.0], [2.0, 3.0]], device=dev)
+        c = t._lazy_clone()
+        v = t.view([4])
+        v += torch.ones(1, device=dev)
+        out.append((t.cpu(), c.cpu(), (c * 2).cpu()))
+    for a, b in zip(*out):
+        assert torch.equal(a, b)
