@@ -48,7 +48,9 @@ static void key_tensor(tt_key_buf *k, const tt_tensor_ref *r, tt_storage ***seen
     TT_KEY_VAL(k, (uint8_t)(2 + r->wrapped_number));
     return;
   }
-  TT_KEY_VAL(k, (uint8_t)1);
+  /* a wrapped number (a Python complex, uploaded) promotes unlike a zero-dim
+   * tensor of its dtype: programs differ */
+  TT_KEY_VAL(k, (uint8_t)(1 + 4 * r->wrapped_number));
   tt_key_put(k, r->sizes, sizeof(int64_t) * (size_t)r->ndim);
   tt_key_put(k, r->strides, sizeof(int64_t) * (size_t)r->ndim);
   /* the offset's class, not its value: views at nonzero offsets read them

@@ -13,6 +13,21 @@ static void result_update(tt_dtype *state, bool *set, tt_dtype dt) {
   *set = true;
 }
 
+/* PyTorch's combine_categories (c10 ResultTypeState): `higher` is the
+ * higher-priority class's dtype, `lower` the other's; an unset class is
+ * PyTorch's Undefined. A float outranks a complex of lower priority only in
+ * precision: float32 [n] with a complex128 zero-dim tensor is complex64. */
+static tt_dtype combine_categories(bool hset, tt_dtype higher, bool lset, tt_dtype lower) {
+  if (!hset) return lower;
+  if (!lset) return higher;
+  if (tt_dtype_is_complex(higher)) return higher;
+  if (tt_dtype_is_complex(lower))
+    return tt_dtype_is_floating(higher) ? tt_dtype_to_complex(higher) : lower;
+  if (tt_dtype_is_floating(higher)) return higher;
+  if (higher == TT_BOOL || tt_dtype_is_floating(lower)) return tt_promote(higher, lower);
+  return higher;
+}
+
 tt_dtype tt_result_type(const tt_lower_ctx *c, const int *args, int n) {
   tt_dtype state[3] = {TT_BOOL, TT_BOOL, TT_BOOL};
   bool set[3] = {false, false, false};
@@ -35,19 +50,10 @@ tt_dtype tt_result_type(const tt_lower_ctx *c, const int *args, int n) {
       result_update(&state[PRIO_WRAPPED], &set[PRIO_WRAPPED], dt);
     }
   }
-  /* Combine: a lower-priority class only matters if its category is higher. */
-  tt_dtype result = TT_BOOL;
-  bool have = false;
-  for (int p = 0; p < 3; p++) {
-    if (!set[p]) continue;
-    if (!have) {
-      result = state[p];
-      have = true;
-    } else if (tt_dtype_category(state[p]) > tt_dtype_category(result)) {
-      result = tt_promote(result, state[p]);
-    }
-  }
-  return result;
+  /* Combine as PyTorch does: dim with (zero-dim with wrapped). */
+  bool zw_set = set[1] || set[2];
+  tt_dtype zw = combine_categories(set[1], state[1], set[2], state[2]);
+  return set[0] || zw_set ? combine_categories(set[0], state[0], zw_set, zw) : TT_BOOL;
 }
 
 bool tt_broadcast_dims(int na, const int64_t *a, int nb, const int64_t *b, int *n_out,

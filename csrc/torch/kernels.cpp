@@ -377,6 +377,40 @@ void tpu_clone(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   torch::jit::push(*stack, std::move(out));
 }
 
+
+// fill_(Scalar) and zero_ into a tensor whose elements share memory (a
+// stride-0 dim, e.g. expand()): CPU allows these two (every element gets the
+// same value; its TensorIterator skips the overlap check for them), while
+// the core refuses any write through a stride-0 view. Fill the view with
+// each stride-0 dim of size > 1 cut to one element instead: the same memory
+// locations, each written once. Other in-place ops keep CPU's refusal.
+void tpu_fill_overlapping(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  auto base = stack->size() - op.schema().arguments().size();
+  const at::Tensor self = (*stack)[base].toTensor();
+  bool overlapping = false;
+  std::vector<int64_t> sizes = self.sizes().vec();
+  for (int64_t d = 0; d < self.dim(); d++)
+    if (self.stride(d) == 0 && sizes[d] > 1) {
+      sizes[d] = 1;
+      overlapping = true;
+    }
+  if (!overlapping) {
+    tpu_fallback(op, stack);
+    return;
+  }
+  (*stack)[base] = self.as_strided(sizes, self.strides(), self.storage_offset());
+  tpu_fallback(op, stack);
+  torch::jit::drop(*stack, 1);
+  torch::jit::push(*stack, self);
+}
+
+
+// _lazy_clone (copy-on-write clone): PyTorch's kernel turns the source's
+// storage into a copy-on-write one too, whose DataPtr the core cannot read,
+// so the source itself became unusable ("storage was not allocated by
+// tpu"). tpu has no copy-on-write storages: a lazy clone is an eager copy.
+at::Tensor tpu_lazy_clone(const at::Tensor& self) { return self.clone(); }
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -385,6 +419,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("histc.out", torch::CppFunction::makeFromBoxedFunction<&tpu_histc>());
   m.impl("multinomial", torch::CppFunction::makeFromBoxedFunction<&tpu_multinomial>());
   m.impl("multinomial.out", torch::CppFunction::makeFromBoxedFunction<&tpu_multinomial>());
+  m.impl("fill_.Scalar", torch::CppFunction::makeFromBoxedFunction<&tpu_fill_overlapping>());
+  m.impl("zero_", torch::CppFunction::makeFromBoxedFunction<&tpu_fill_overlapping>());
+  m.impl("_lazy_clone", tpu_lazy_clone);
   m.impl("empty.memory_format", tpu_empty);
   m.impl("empty_strided", tpu_empty_strided);
   m.impl("as_strided", at::native::as_strided_tensorimpl);

@@ -164,3 +164,42 @@ def test_cpu_tensor_with_tpu_indices_refused_like_cuda():
     y = x.to(DEV)
     torch.testing.assert_close(y[ib].cpu(), x[ib])
     torch.testing.assert_close(y[ib.to(DEV)].cpu(), x[ib])
+
+
+def test_fill_and_zero_into_expanded_tensor_like_cpu():
+    # CPU lets fill_(Scalar) and zero_ write through a stride-0 (expanded)
+    # view, each memory location once; tpu refused every write through such
+    # a view (test_torch's test_deterministic_resize: empty_strided((10,),
+    # (0,)).fill_(0)). Other in-place ops keep CPU's refusal.
+    for dev in ("cpu", DEV):
+        base = torch.zeros(1, device=dev)
+        base.expand(10).fill_(3)
+        assert base.cpu().tolist() == [3.0]
+        base.expand(4, 5).zero_()
+        assert base.cpu().tolist() == [0.0]
+    t_c, t_t = torch.zeros(2, 3), torch.zeros(2, 3, device=DEV)
+    t_c[:, :1].expand(2, 3).fill_(5)
+    t_t[:, :1].expand(2, 3).fill_(5)
+    assert torch.equal(t_t.cpu(), t_c)
+    s = torch.empty_strided((2, 3, 4), (1, 0, 1), device=DEV).fill_(7)
+    assert s.shape == (2, 3, 4) and (s.cpu() == 7).all()
+    for op in (lambda a: a.add_(1), lambda a: a.fill_(torch.tensor(2.0, device=a.device))):
+        for dev in ("cpu", DEV):
+            with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+                op(torch.zeros(1, device=dev).expand(10))
+
+
+def test_lazy_clone_leaves_source_usable():
+    # t._lazy_clone() made t's storage copy-on-write too, a DataPtr the core
+    # cannot read: every later op on t raised NotImplementedError ("storage
+    # was not allocated by tpu"; test_torch's test_lazy_clone_*). tpu has no
+    # copy-on-write storages: the lazy clone is an eager copy, values as CPU's
+    out = []
+    for dev in ("cpu", DEV):
+        t = torch.tensor([[0.0, 1.0], [2.0, 3.0]], device=dev)
+        c = t._lazy_clone()
+        v = t.view([4])
+        v += torch.ones(1, device=dev)
+        out.append((t.cpu(), c.cpu(), (c * 2).cpu()))
+    for a, b in zip(*out):
+        assert torch.equal(a, b)

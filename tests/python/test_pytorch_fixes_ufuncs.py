@@ -114,3 +114,38 @@ def test_isposinf_isneginf_out_dtype(fn, out_dtype):
         got = torch.empty(3, dtype=torch.bool, device=DEV)
         fn(t.to(DEV), out=got)
         torch.testing.assert_close(got.cpu(), fn(t))
+
+
+def test_float_with_zero_dim_complex_promotes_like_cpu():
+    # PyTorch's combine_categories: a float tensor with a complex zero-dim
+    # tensor keeps the float's precision (float32 [n] + complex128 0-d is
+    # complex64); tpu promoted to complex128 (test_type_promotion's
+    # test_result_type)
+    cases = [(torch.float32, torch.complex128), (torch.bfloat16, torch.complex128),
+             (torch.float64, torch.complex64), (torch.int32, torch.complex128),
+             (torch.bool, torch.complex64)]
+    for dt, zt in cases:
+        a = torch.tensor([0, 1], dtype=dt)
+        z = torch.tensor(1 + 2j, dtype=zt)
+        want = a + z
+        got = a.to(DEV) + z.to(DEV)
+        assert got.dtype == want.dtype, (dt, zt, got.dtype, want.dtype)
+        assert torch.equal(got.cpu(), want)
+
+
+def test_python_complex_and_zero_dim_tensor_programs_not_shared():
+    # a Python complex reaches the lowering as an uploaded wrapped 0-dim
+    # complex128 tensor; the program key did not tell it from a real 0-dim
+    # complex128 tensor, so the first one's program (and result dtype) was
+    # reused for the other: int64 [2] + 1j came out complex128 after
+    # int64 [2] + complex128 0-d (CPU: complex64), and some orders failed
+    # with "Executable expected parameter ... of size 4 but got ... 8"
+    a = torch.tensor([0, 1], device=DEV)
+    z = torch.tensor(1 + 0j, dtype=torch.complex128, device=DEV)
+    assert (a + z).dtype == torch.complex128
+    assert (a + 1j).dtype == torch.complex64 == (a.cpu() + 1j).dtype
+    assert ((1j) + a).dtype == torch.complex64
+    b = torch.tensor([0, 1], dtype=torch.bfloat16, device=DEV)
+    assert (b + z).dtype == torch.complex64
+    r = (1 + 0j) + b
+    assert r.dtype == torch.complex64 and torch.equal(r.cpu(), (1 + 0j) + b.cpu())
