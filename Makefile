@@ -87,7 +87,7 @@ $(BUILD)/runner_example: examples/runner_example.c $(RUNNER_LIB)
 $(BUILD)/test_runner: tests/c/test_runner.c $(RUNNER_LIB)
 	$(CC) $(CFLAGS) -Iinclude $^ -ldl -lpthread -lm -o $@
 
-$(BUILD)/test_core: tests/c/test_core.c $(CORE_LIB)
+$(BUILD)/test_core: tests/c/test_core.c tests/c/check.h $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
 
 $(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
@@ -96,7 +96,7 @@ $(BUILD)/test_disk_cache: tests/c/test_disk_cache.c $(CORE_LIB)
 # The core's own tests through tests/c/core_glue.h: golden StableHLO of
 # representative lowerings, cache-key construction, Fused loop cuts.
 CORE_TESTS := $(addprefix $(BUILD)/test_,lowering_golden cache_keys fused_loops collectives procs)
-$(CORE_TESTS): $(BUILD)/test_%: tests/c/test_%.c tests/c/core_glue.h $(CORE_LIB)
+$(CORE_TESTS): $(BUILD)/test_%: tests/c/test_%.c tests/c/core_glue.h tests/c/check.h $(CORE_LIB)
 	$(CC) $(CFLAGS) $< $(CORE_LIB) -ldl -lpthread -lm -o $@
 
 # Rewrites tests/c/golden/*.mlir from the lowerings as they are now; review

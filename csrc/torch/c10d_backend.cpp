@@ -70,11 +70,7 @@ void write_back(const Staged& s) {
   g_staged_bytes += static_cast<int64_t>(s.host.nbytes());
 }
 
-WorkPtr completed(std::vector<at::Tensor> outputs) {
-  auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  fut->markCompleted(c10::IValue(std::move(outputs)));
-  return Work::create_from_future(fut);
-}
+WorkPtr completed(std::vector<at::Tensor> outputs) { return completed_work(std::move(outputs)); }
 
 // The first line of an exception's message (gloo's carry a C++ backtrace).
 std::string first_line(const std::exception& e) {

@@ -42,6 +42,34 @@ void collective_flush(const at::Tensor& t, bool host_transport) {
   if (flushed) (host_transport ? g_host_flushes : g_compiled_flushes)++;
 }
 
+tt_buffer* collective_input_buffer(const at::Tensor& t, at::Tensor& keep) {
+  keep = t.contiguous();
+  if (keep.storage_offset() != 0 ||
+      keep.storage().nbytes() != static_cast<size_t>(keep.numel()) * keep.element_size())
+    keep = keep.clone(at::MemoryFormat::Contiguous);
+  collective_flush(keep, /*host_transport=*/false);
+  tt_buffer* buf = nullptr;
+  raise_if_error(tt_storage_ensure(storage_of(keep), to_core_dtype(keep.scalar_type()), &buf));
+  return buf;
+}
+
+c10::intrusive_ptr<c10d::Work> completed_work(std::vector<at::Tensor> outputs) {
+  auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  fut->markCompleted(c10::IValue(std::move(outputs)));
+  return c10d::Work::create_from_future(fut);
+}
+
+int reduce_code(const c10d::ReduceOp& op, const char* backend) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return TT_RED_SUM;
+    case c10d::ReduceOp::AVG: return TT_RED_AVG;
+    case c10d::ReduceOp::MAX: return TT_RED_MAX;
+    case c10d::ReduceOp::MIN: return TT_RED_MIN;
+    case c10d::ReduceOp::PRODUCT: return TT_RED_PROD;
+    default: TORCH_CHECK(false, backend, ": unsupported reduction ", static_cast<int>(op.op_));
+  }
+}
+
 namespace {
 
 struct CollGroup {
@@ -73,15 +101,8 @@ at::Tensor coll_run(const CollGroup& grp, int kind, int reduce, const std::vecto
   TORCH_CHECK(rank >= 0, name, ": the tensor is on tpu:", device,
               ", which is no rank's device in this group");
   tt_dtype dt = to_core_dtype(t.scalar_type());
-  // The core reads the tensor's elements as one flat row-major buffer: a
-  // storage holding exactly this contiguous tensor (else a copy) has one.
-  at::Tensor c = t.contiguous();
-  if (c.storage_offset() != 0 ||
-      c.storage().nbytes() != static_cast<size_t>(c.numel()) * c.element_size())
-    c = c.clone(at::MemoryFormat::Contiguous);
-  collective_flush(c, /*host_transport=*/false);
-  tt_buffer* buf = nullptr;
-  raise_if_error(tt_storage_ensure(storage_of(c), dt, &buf));  // a new reference, released below
+  at::Tensor c;
+  tt_buffer* buf = collective_input_buffer(t, c);  // released below
   std::vector<int64_t> dims(c.sizes().begin(), c.sizes().end());
   int64_t out_dims[TT_MAX_DIMS];
   tt_buffer* out = nullptr;
@@ -131,13 +152,8 @@ std::vector<at::Tensor> coll_run_program(const CollGroup& grp, const std::string
       if (device < 0) device = t.device().index();
       TORCH_CHECK(t.device().index() == device, what, ": arguments on tpu:", device, " and tpu:",
                   t.device().index(), "; a rank's arguments sit on its own device");
-      at::Tensor c = t.contiguous();
-      if (c.storage_offset() != 0 ||
-          c.storage().nbytes() != static_cast<size_t>(c.numel()) * c.element_size())
-        c = c.clone(at::MemoryFormat::Contiguous);
-      collective_flush(c, /*host_transport=*/false);
-      tt_buffer* buf = nullptr;
-      raise_if_error(tt_storage_ensure(storage_of(c), to_core_dtype(c.scalar_type()), &buf));  // a new reference, released below
+      at::Tensor c;
+      tt_buffer* buf = collective_input_buffer(t, c);  // released by release()
       bufs.push_back(buf);
       keep.push_back(c);
     }
@@ -171,22 +187,9 @@ std::vector<at::Tensor> coll_run_program(const CollGroup& grp, const std::string
 using c10d::Work;
 using WorkPtr = c10::intrusive_ptr<Work>;
 
-WorkPtr completed(std::vector<at::Tensor> outputs) {
-  auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  fut->markCompleted(c10::IValue(std::move(outputs)));
-  return Work::create_from_future(fut);
-}
+WorkPtr completed(std::vector<at::Tensor> outputs) { return completed_work(std::move(outputs)); }
 
-int reduce_code(const c10d::ReduceOp& op) {
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM: return TT_RED_SUM;
-    case c10d::ReduceOp::AVG: return TT_RED_AVG;
-    case c10d::ReduceOp::MAX: return TT_RED_MAX;
-    case c10d::ReduceOp::MIN: return TT_RED_MIN;
-    case c10d::ReduceOp::PRODUCT: return TT_RED_PROD;
-    default: TORCH_CHECK(false, "tpu compiled backend: unsupported reduction ", static_cast<int>(op.op_));
-  }
-}
+int compiled_reduce(const c10d::ReduceOp& op) { return reduce_code(op, "tpu compiled backend"); }
 
 // One rank's c10d Backend on the compiled transport: the rank is a thread of
 // this process and every rank's Backend shares the CollGroup. Each call runs
@@ -204,7 +207,7 @@ class TpuCompiledBackend : public c10d::Backend {
   std::vector<int> devices() const { return grp_->devices; }
 
   WorkPtr allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override {
-    for (auto& t : tensors) t.copy_(run(TT_COLL_ALL_REDUCE, reduce_code(opts.reduceOp), t));
+    for (auto& t : tensors) t.copy_(run(TT_COLL_ALL_REDUCE, compiled_reduce(opts.reduceOp), t));
     return completed(tensors);
   }
   WorkPtr allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -246,7 +249,7 @@ class TpuCompiledBackend : public c10d::Backend {
                                const c10d::ReduceScatterOptions& opts) override {
     TORCH_CHECK(input.numel() == output.numel() * size_, "reduce_scatter_tensor: the input holds ",
                 input.numel(), " elements, not ", size_, " x the output's ", output.numel());
-    at::Tensor mine = run(TT_COLL_REDUCE_SCATTER, reduce_code(opts.reduceOp),
+    at::Tensor mine = run(TT_COLL_REDUCE_SCATTER, compiled_reduce(opts.reduceOp),
                           input.reshape({size_, -1}));
     output.copy_(mine.view(output.sizes()));
     return completed({output});
@@ -315,7 +318,7 @@ class TpuCompiledBackend : public c10d::Backend {
   // reduce: an all_reduce whose result only the root keeps.
   WorkPtr reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
     for (auto& t : tensors) {
-      at::Tensor r = run(TT_COLL_ALL_REDUCE, reduce_code(opts.reduceOp), t);
+      at::Tensor r = run(TT_COLL_ALL_REDUCE, compiled_reduce(opts.reduceOp), t);
       if (rank_ == opts.rootRank) t.copy_(r);
     }
     return completed(tensors);

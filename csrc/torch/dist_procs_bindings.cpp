@@ -25,6 +25,7 @@ extern "C" {
 }
 
 #include "torch/bridge.h"
+#include "torch/collectives_bindings.h"
 
 namespace torch_tpu {
 namespace {
@@ -92,22 +93,9 @@ std::unique_ptr<StoreKv> g_process_kv;  // guarded by g_process_kv_lock
 // GPU/TPU multi-process clients; never run (the CPU plugin has none).
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
-WorkPtr completed(std::vector<at::Tensor> outputs) {
-  auto fut = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  fut->markCompleted(c10::IValue(std::move(outputs)));
-  return c10d::Work::create_from_future(fut);
-}
+WorkPtr completed(std::vector<at::Tensor> outputs) { return completed_work(std::move(outputs)); }
 
-int procs_reduce(const c10d::ReduceOp& op) {
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM: return TT_RED_SUM;
-    case c10d::ReduceOp::AVG: return TT_RED_AVG;
-    case c10d::ReduceOp::MAX: return TT_RED_MAX;
-    case c10d::ReduceOp::MIN: return TT_RED_MIN;
-    case c10d::ReduceOp::PRODUCT: return TT_RED_PROD;
-    default: TORCH_CHECK(false, "tpu backend (compiled across processes): unsupported reduction");
-  }
-}
+int procs_reduce(const c10d::ReduceOp& op) { return reduce_code(op, "tpu backend (compiled across processes)"); }
 
 struct ProcsGroup {
   tt_coll_procs* g = nullptr;
@@ -177,12 +165,8 @@ class TpuProcsBackend : public c10d::Backend {
     op.kind = static_cast<tt_coll_kind>(kind);
     op.reduce = static_cast<tt_coll_reduce>(reduce);
     tt_dtype dt = to_core_dtype(t.scalar_type());
-    at::Tensor c = t.contiguous();
-    if (c.storage_offset() != 0 ||
-        c.storage().nbytes() != static_cast<size_t>(c.numel()) * c.element_size())
-      c = c.clone(at::MemoryFormat::Contiguous);
-    tt_buffer* buf = nullptr;
-    raise_if_error(tt_storage_ensure(storage_of(c), dt, &buf));  // a new reference, released below
+    at::Tensor c;
+    tt_buffer* buf = collective_input_buffer(t, c);  // released below
     std::vector<int64_t> dims(c.sizes().begin(), c.sizes().end());
     int64_t out_dims[TT_MAX_DIMS];
     tt_buffer* out = nullptr;

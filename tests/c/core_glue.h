@@ -21,16 +21,7 @@
 #include "graph/storage.h"
 #include "ops/lowering.h"
 
-static int glue_passed, glue_failed;
-
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (cond) glue_passed++;                                                        \
-    else {                                                                          \
-      glue_failed++;                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
-    }                                                                               \
-  } while (0)
+#include "check.h"
 
 /* ------------------------------------------------------------ arguments */
 
@@ -151,8 +142,8 @@ static inline int glue_init_runtime(const char *plugin) {
 }
 
 static inline int glue_report(const char *suite) {
-  printf("%s: %d passed, %d failed\n", suite, glue_passed, glue_failed);
-  return glue_failed ? 1 : 0;
+  printf("%s: %d passed, %d failed\n", suite, passed, failed);
+  return failed ? 1 : 0;
 }
 
 #endif

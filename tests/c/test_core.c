@@ -8,16 +8,7 @@
 #include "ops/lowering.h"
 #include "shlo/builder.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (cond) passed++;                                               \
-    else {                                                            \
-      failed++;                                                       \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                 \
-  } while (0)
+#include "check.h"
 
 static void test_builder_text(void) {
   tt_builder *b = tt_builder_new();

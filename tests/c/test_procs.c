@@ -16,15 +16,7 @@
 #include "dist/collectives_procs.h"
 #include "pjrt/runtime.h"
 
-static int passed, failed;
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (cond) passed++;                                                        \
-    else {                                                                     \
-      failed++;                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
+#include "check.h"
 
 static tt_kv_store mem_store; /* an in-memory store, below */
 
