@@ -176,10 +176,17 @@ RUN_ONCE := --ignore=tests/python/test_persistent_cache.py --ignore=tests/python
 DEBUG_TESTS := $(addprefix tests/python/test_,modes.py debug_tools.py device_checks.py errors.py \
                views.py offsets.py memory.py fallback.py device.py training.py optim.py cache.py)
 
+# Strict and Debug run side by side (two processes, each with its own
+# persistent-cache directory from conftest.py): the 30-minute budget.
 test-python: build
 	PYTHONPATH=$(CURDIR) $(PY) -m pytest -q --durations=20 tests/python
-	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python
-	TORCH_TPU_EAGER_MODE=debug PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(DEBUG_TESTS)
+	@mkdir -p $(BUILD); \
+	TORCH_TPU_EAGER_MODE=debug PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(DEBUG_TESTS) \
+	  > $(BUILD)/test-debug.log 2>&1 & debug=$$!; \
+	echo "Strict eager (Debug eager beside it, its log printed after):"; \
+	TORCH_TPU_EAGER_MODE=strict PYTHONPATH=$(CURDIR) $(PY) -m pytest -q $(RUN_ONCE) tests/python; strict=$$?; \
+	wait $$debug; dbg=$$?; echo "Debug eager:"; cat $(BUILD)/test-debug.log; \
+	test $$strict -eq 0 && test $$dbg -eq 0
 
 check-floors:
 	$(PYTHON) tools/check_floors.py

@@ -39,7 +39,7 @@ def _run(tmp_path, *extra):
     report = tmp_path / "report.json"
     env = dict(os.environ, PYTHONPATH=REPO)
     proc = subprocess.run([sys.executable, RUN, "--tests-dir", str(tests_dir), "--files", "test_probe",
-                           "--timeout", "20", "--report", str(report), *extra],
+                           "--timeout", "8", "--report", str(report), *extra],
                           capture_output=True, text=True, env=env, timeout=600)
     return proc, (json.loads(report.read_text()) if report.exists() else None)
 
