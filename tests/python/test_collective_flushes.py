@@ -68,15 +68,21 @@ with open(sys.argv[1], "w") as f:
 '''
 
 
-def test_collective_flushes_counted(tmp_path):
-    path = str(tmp_path / "out.json")
-    env = dict(os.environ, TORCH_TPU_NUM_DEVICES="2", OMP_NUM_THREADS="1", TORCH_TPU_EAGER_MODE="fused")
+def run_child(code, devices, path, timeout):
+    """Runs `code` in a Fused-eager child with `devices` tpu devices; returns
+    the JSON it writes to `path` (its argv[1])."""
+    env = dict(os.environ, TORCH_TPU_NUM_DEVICES=str(devices), OMP_NUM_THREADS="1",
+               TORCH_TPU_EAGER_MODE="fused")
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    p = subprocess.run([sys.executable, "-c", CHILD, path], env=env, capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True,
+                       text=True, timeout=timeout)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     with open(path) as f:
-        out = json.load(f)
+        return json.load(f)
+
+
+def test_collective_flushes_counted(tmp_path):
+    out = run_child(CHILD, 2, tmp_path / "out.json", timeout=120)
     # (collective-reason flushes, host_flushes, compiled_flushes, launches)
     c0, c1, c2, ok = out["host"]
     assert ok
@@ -177,15 +183,7 @@ def test_whole_program_over_rank_threads(tmp_path):
     """compute -> all_reduce -> compute as one SPMD program on 2 and 4 rank
     threads (CompiledGroup.run_program), against CPU and against the same
     step in Fused eager (which flushes around the collective)."""
-    path = str(tmp_path / "prog.json")
-    env = dict(os.environ, TORCH_TPU_NUM_DEVICES="4", OMP_NUM_THREADS="1",
-               TORCH_TPU_EAGER_MODE="fused")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    p = subprocess.run([sys.executable, "-c", PROGRAM_CHILD, path], env=env, capture_output=True,
-                       text=True, timeout=180)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    with open(path) as f:
-        res = json.load(f)
+    res = run_child(PROGRAM_CHILD, 4, tmp_path / "prog.json", timeout=180)
     for n in ("2", "4"):
         r = res[n]
         print(n, "ranks: program launches", r["program_launches"], "eager launches", r["eager_launches"])
